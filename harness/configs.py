@@ -1,0 +1,129 @@
+"""Configurations the suites draw with Hypothesis, and the tensors built from them.
+
+The suites draw *configurations*, not tensors: shapes, dtype and a seed. The
+tensors are rebuilt from the seed, so a shrunk counterexample is a handful of
+integers that ``python -m harness repro`` can replay exactly.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from hypothesis import strategies as st
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64,
+          "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls):
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base: JSON round trip and a seeded generator."""
+
+    kind: ClassVar[str] = "config"
+
+    def to_json(self) -> str:
+        return json.dumps({"type": type(self).__name__, **dataclasses.asdict(self)},
+                          separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> "Config":
+        data = json.loads(text)
+        cls = _REGISTRY[data.pop("type")]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - fields
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+    def generator(self, salt: int = 0) -> torch.Generator:
+        return torch.Generator().manual_seed((getattr(self, "seed", 0) * 1_000_003 + salt) % 2**63)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[getattr(self, "dtype")]
+
+
+@register
+@dataclass(frozen=True)
+class AttnConfig(Config):
+    """query (*batch, hq, L, E); key (*batch, hkv, S, E); value (*batch, hkv, S, Ev)."""
+
+    batch: tuple[int, ...]
+    hq: int
+    hkv: int
+    L: int
+    S: int
+    E: int
+    Ev: int
+    dtype: str
+    seed: int
+
+    @property
+    def group(self) -> int:
+        return self.hq // self.hkv
+
+    @property
+    def gqa(self) -> bool:
+        return self.hq != self.hkv
+
+    def qkv(self, device="cpu", std: float = 1.0):
+        """Random query, key, value in the configured dtype (drawn in float32 from the seed)."""
+        g = self.generator()
+        shape = lambda h, n, e: (*self.batch, h, n, e)  # noqa: E731
+        q = torch.randn(shape(self.hq, self.L, self.E), generator=g) * std
+        k = torch.randn(shape(self.hkv, self.S, self.E), generator=g) * std
+        v = torch.randn(shape(self.hkv, self.S, self.Ev), generator=g)
+        return tuple(t.to(self.torch_dtype).to(device) for t in (q, k, v))
+
+    def out_shape(self) -> tuple[int, ...]:
+        return (*self.batch, self.hq, self.L, self.Ev)
+
+
+@register
+@dataclass(frozen=True)
+class WindowConfig(AttnConfig):
+    """An attention config with a window; L <= S (queries aligned to the end)."""
+
+    window: int = 1
+
+
+#: sizes worth drawing: 1, odd sizes, and sizes around 8/16 tile boundaries
+_SEQ = st.one_of(st.integers(1, 24), st.sampled_from([31, 33, 40]))
+_HEAD_DIM = st.one_of(st.integers(1, 12), st.sampled_from([16, 17, 31, 64]))
+_DTYPE = st.sampled_from(["float32", "float64", "float16", "bfloat16"])
+_SEED = st.integers(0, 2**32 - 1)
+_BATCH = st.one_of(st.tuples(st.integers(1, 3)), st.tuples(st.integers(1, 2), st.integers(1, 2)))
+
+
+@st.composite
+def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=_DTYPE,
+                 distinct_lengths: bool = False) -> AttnConfig:
+    hkv = draw(st.integers(1, max_kv_heads))
+    group = draw(st.integers(min_group, max(min_group, 3)))
+    L = draw(_SEQ)
+    S = draw(_SEQ.filter(lambda s: s != L) if distinct_lengths else _SEQ)
+    E = draw(_HEAD_DIM)
+    Ev = draw(st.one_of(st.just(E), _HEAD_DIM))
+    return AttnConfig(batch=draw(_BATCH), hq=hkv * group, hkv=hkv, L=L, S=S, E=E, Ev=Ev,
+                      dtype=draw(dtypes), seed=draw(_SEED))
+
+
+@st.composite
+def window_configs(draw, dtypes=_DTYPE) -> WindowConfig:
+    S = draw(_SEQ)
+    L = draw(st.integers(1, S))
+    E = draw(_HEAD_DIM)
+    window = draw(st.one_of(st.just(1), st.integers(1, S + 2)))
+    h = draw(st.integers(1, 3))
+    return WindowConfig(batch=draw(_BATCH), hq=h, hkv=h, L=L, S=S, E=E, Ev=draw(st.one_of(st.just(E), _HEAD_DIM)),
+                        dtype=draw(dtypes), seed=draw(_SEED), window=window)

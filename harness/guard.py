@@ -1,0 +1,118 @@
+"""Call a target's function defensively.
+
+Every call a suite makes into user code goes through ``call``:
+- an exception becomes an ``ImplementationError`` that names the function and
+  the input shapes, so Hypothesis shrinks it like any other failure;
+- a call that runs past the per-call time limit is interrupted (SIGALRM in the
+  main thread; elsewhere it is detected when it returns);
+- tensors passed in are fingerprinted and must come back unmodified;
+- ``expect_tensor`` checks the returned shape, dtype and device.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any, Callable
+
+import torch
+
+#: seconds one call into the target may take (``--impl-timeout``)
+DEFAULT_TIMEOUT = 20.0
+_timeout = DEFAULT_TIMEOUT
+
+
+def set_timeout(seconds: float) -> None:
+    global _timeout
+    _timeout = float(seconds)
+
+
+def get_timeout() -> float:
+    return _timeout
+
+
+class ImplementationError(AssertionError):
+    """The target raised, hung, mutated its input or returned the wrong kind of thing."""
+
+
+class CallTimeout(Exception):
+    pass
+
+
+def describe_args(args: tuple, kwargs: dict) -> str:
+    def one(v: Any) -> str:
+        if isinstance(v, torch.Tensor):
+            return f"Tensor{tuple(v.shape)}:{str(v.dtype).replace('torch.', '')}"
+        if isinstance(v, (list, tuple)) and len(v) > 4:
+            return f"{type(v).__name__}(len={len(v)})"
+        return repr(v)
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _fingerprint(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        return v.detach().clone()
+    return None
+
+
+def _raise_timeout(signum, frame):  # noqa: ARG001
+    raise CallTimeout()
+
+
+def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn(*args, **kwargs)`` under the guard; see the module docstring."""
+    snapshots = [(i, _fingerprint(a)) for i, a in enumerate(args)]
+    snapshots += [(k, _fingerprint(v)) for k, v in kwargs.items()]
+    shown = describe_args(args, kwargs)
+    use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    start = time.perf_counter()
+    old_handler = None
+    if use_alarm:
+        old_handler = signal.signal(signal.SIGALRM, _raise_timeout)
+        signal.setitimer(signal.ITIMER_REAL, _timeout)
+    try:
+        result = fn(*args, **kwargs)
+    except CallTimeout:
+        raise ImplementationError(
+            f"{name}({shown}) did not return within the per-call limit of {_timeout:g} s "
+            f"(--impl-timeout)") from None
+    except ImplementationError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise ImplementationError(
+            f"{name}({shown}) raised {type(exc).__name__}: {exc}") from exc
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_handler)
+    elapsed = time.perf_counter() - start
+    if elapsed > _timeout:
+        raise ImplementationError(
+            f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {_timeout:g} s")
+    for key, snap in snapshots:
+        if snap is None:
+            continue
+        now = args[key] if isinstance(key, int) else kwargs[key]
+        if now.shape != snap.shape or not torch.equal(now.detach(), snap):
+            label = f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
+            raise ImplementationError(f"{name}({shown}) modified its input in place ({label})")
+    return result
+
+
+def expect_tensor(out: Any, name: str, shape: tuple[int, ...], dtype: torch.dtype,
+                  device: torch.device) -> torch.Tensor:
+    """Raise ``ImplementationError`` unless ``out`` is a tensor of this shape/dtype/device."""
+    if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
+        raise ImplementationError(
+            f"{name} returned a tuple of {len(out)}; the protocol returns a single tensor")
+    if not isinstance(out, torch.Tensor):
+        raise ImplementationError(f"{name} returned {type(out).__name__}, expected a Tensor")
+    if tuple(out.shape) != tuple(shape):
+        raise ImplementationError(
+            f"{name} returned shape {tuple(out.shape)}, expected {tuple(shape)}")
+    if out.dtype != dtype:
+        raise ImplementationError(f"{name} returned dtype {out.dtype}, expected {dtype}")
+    if out.device.type != torch.device(device).type:
+        raise ImplementationError(f"{name} returned a tensor on {out.device}, expected {device}")
+    return out

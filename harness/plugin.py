@@ -1,0 +1,202 @@
+"""The pytest plug-in (entry point ``pytest11``): ``pytest suites --impl TARGET``.
+
+- options under one group, ``harness``;
+- every test that takes a ``target`` argument is parametrized over the targets;
+- ``@pytest.mark.needs("name")`` skips a test (reason names the attribute) when
+  the target lacks it, and fails it when the target cannot provide it;
+- ``pytest_report_header`` prints what is under test;
+- at the end, a conformance table (property x target) is printed and, with
+  ``--conformance-report DIR``, written as CSV, Markdown and JSON.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from harness import guard, runner
+from harness.conventions import parse_cli
+from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, load_target
+
+_COMMON = dict(deadline=None, print_blob=False,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.differing_executors])
+#: ci: derandomized, small; dev: random, same size; thorough: 10x the examples
+settings.register_profile("ci", max_examples=12, derandomize=True, **_COMMON)
+settings.register_profile("dev", max_examples=12, **_COMMON)
+settings.register_profile("thorough", max_examples=120, **_COMMON)
+
+_TARGETS_KEY = pytest.StashKey[list]()
+_RESULTS_KEY = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "transformer building-block conformance")
+    group.addoption("--impl", action="append", default=None, metavar="TARGET",
+                    help="module path (pkg.mod) or .py file to test; repeatable. "
+                         "Default: $HARNESS_IMPL (comma-separated) or 'reference'.")
+    group.addoption("--convention", action="append", default=None, metavar="KEY=VALUE",
+                    help="declare a convention the targets follow, e.g. causal_alignment=bottom_right")
+    group.addoption("--impl-timeout", type=float, default=guard.DEFAULT_TIMEOUT, metavar="SECONDS",
+                    help="per-call time limit for calls into the target (default %(default)s)")
+    group.addoption("--conformance-report", default=None, metavar="DIR",
+                    help="write the conformance table (CSV, Markdown, JSON) into DIR")
+    group.addoption("--device", default="cpu", metavar="DEVICE",
+                    help="device for the suites' tensors: cpu, cuda, or auto (default cpu)")
+
+
+def target_specs(config: pytest.Config) -> list[str]:
+    specs = config.getoption("impl") or []
+    if not specs and os.environ.get("HARNESS_IMPL"):
+        specs = [s.strip() for s in os.environ["HARNESS_IMPL"].split(",") if s.strip()]
+    return specs or [DEFAULT_TARGET]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(name): the protocol name a test calls; "
+                                       "skipped when the target lacks it")
+    if not config.getoption("hypothesis_profile", None):
+        settings.load_profile("ci" if os.environ.get("CI") else "dev")
+    guard.set_timeout(config.getoption("impl_timeout"))
+    conventions = parse_cli(config.getoption("convention"))
+    device = resolve_device(config)
+    config.stash[_TARGETS_KEY] = [load_target(s, conventions, device) for s in target_specs(config)]
+    config.stash[_RESULTS_KEY] = []
+
+
+def targets(config: pytest.Config):
+    return config.stash[_TARGETS_KEY]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    import torch
+    from harness import __version__
+    lines = [f"harness {__version__}: torch {torch.__version__}, device {resolve_device(config)}, "
+             f"hypothesis profile {settings._current_profile}"]
+    for t in targets(config):
+        if t.load_error:
+            lines.append(f"target {t.spec}: DOES NOT LOAD: {t.load_error.splitlines()[0]}")
+        else:
+            lines.append(f"target {t.spec}: {t.file} (version {t.version}); "
+                         f"defines: {', '.join(t.available()) or 'no protocol names'}")
+            if t.conventions:
+                lines.append(f"  declared conventions: {t.conventions}")
+    return lines
+
+
+def resolve_device(config: pytest.Config) -> str:
+    import torch
+    dev = config.getoption("device")
+    if dev == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return dev
+
+
+@pytest.fixture(scope="session")
+def device(pytestconfig: pytest.Config) -> str:
+    return resolve_device(pytestconfig)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        ts = targets(metafunc.config)
+        metafunc.parametrize("target", ts, ids=[t.id for t in ts])
+
+
+def _target_of(item: pytest.Item):
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("target") if callspec else None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    target = _target_of(item)
+    if target is None:
+        return
+    runner.take_labels()
+    for mark in item.iter_markers("needs"):
+        for name in mark.args:
+            try:
+                target.lookup(name)
+            except Missing as exc:
+                pytest.skip(str(exc))
+            except BrokenTarget as exc:
+                pytest.fail(str(exc), pytrace=False)
+
+
+def property_of(item: pytest.Item) -> str:
+    family = getattr(item.module, "FAMILY", item.module.__name__.rsplit(".", 1)[-1])
+    name = getattr(item, "originalname", item.name).removeprefix("test_")
+    return f"{family}.{name}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    report = yield
+    target = _target_of(item)
+    if target is not None:
+        report.user_properties.append(("harness_property", property_of(item)))
+        report.user_properties.append(("harness_target", target.id))
+        if report.when == "call":
+            labels = runner.take_labels()
+            if labels and report.passed:
+                report.user_properties.append(("harness_label", labels[-1]))
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    props = dict(report.user_properties)
+    if "harness_property" not in props:
+        return
+    results = _results_sink()
+    if results is None:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        results.append({"property": props["harness_property"], "target": props["harness_target"],
+                        "when": report.when, "outcome": report.outcome,
+                        "label": props.get("harness_label"),
+                        "reason": _short_reason(report)})
+
+
+_session_config: list[pytest.Config] = []
+
+
+def _results_sink():
+    return _session_config[-1].stash[_RESULTS_KEY] if _session_config else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _session_config.append(session.config)
+
+
+def _short_reason(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    if report.failed:
+        text = str(report.longrepr)
+        for line in text.splitlines():
+            if line.lstrip("E ").startswith("["):
+                return line.lstrip("E ").strip()
+        return text.strip().splitlines()[-1][:200] if text.strip() else "failed"
+    return ""
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    rows = config.stash.get(_RESULTS_KEY, [])
+    if not rows:
+        return
+    from reports.conformance import conformance_table, write_conformance
+    table = conformance_table(rows)
+    terminalreporter.write_sep("=", "conformance (property x target)")
+    terminalreporter.write_line(table.to_markdown())
+    out = config.getoption("conformance_report")
+    if out:
+        paths = write_conformance(rows, out, targets=targets(config))
+        terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _session_config and _session_config[-1] is session.config:
+        _session_config.pop()
+    sys.stdout.flush()

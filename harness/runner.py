@@ -1,0 +1,88 @@
+"""Run one property check on one configuration, and explain a failure.
+
+A suite's test is a thin Hypothesis wrapper::
+
+    @given(cfg=attn_configs())
+    def test_causal(target, cfg):
+        run(target, check_causal, cfg)
+
+``check_causal(target, cfg)`` holds the property's logic. On failure ``run``
+re-raises with the property's name, the target, the configuration and a
+one-line repro command that replays exactly this configuration; Hypothesis
+reports that message for the example it shrank to.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import shlex
+import sys
+from typing import Any, Callable
+
+from harness import guard
+from harness.configs import Config
+from harness.conventions import ConventionMismatch
+from harness.loader import Missing, Target
+
+
+class PropertyFailure(AssertionError):
+    """A property does not hold for a target; the message says which and how."""
+
+
+#: labels recorded by the check running now (read by the pytest plugin)
+_labels: list[str] = []
+
+
+def record_label(label: str) -> None:
+    """Record an outcome label (e.g. ``convention:bottom_right``) for the running test."""
+    _labels.append(label)
+
+
+def take_labels() -> list[str]:
+    out = list(_labels)
+    _labels.clear()
+    return out
+
+
+def impl(target: Target, name: str) -> Callable[..., Any]:
+    """The target's ``name``, every call guarded (``harness.guard.call``)."""
+    fn = target.lookup(name)
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        return guard.call(fn, name, *args, **kwargs)
+
+    guarded.__name__ = name
+    return guarded
+
+
+def property_name(check: Callable) -> str:
+    module = sys.modules.get(check.__module__)
+    family = getattr(module, "FAMILY", check.__module__.rsplit(".", 1)[-1])
+    return f"{family}.{check.__name__.removeprefix('check_')}"
+
+
+def repro_command(target: Target, check: Callable, cfg: Config) -> str:
+    path = inspect.getsourcefile(check) or check.__module__
+    try:
+        path = os.path.relpath(path)
+    except ValueError:
+        pass
+    extra = "".join(f" --convention {k}={v}" for k, v in sorted(target.cli_conventions.items()))
+    return (f"python -m harness repro {shlex.quote(path + '::' + check.__name__)} "
+            f"--impl {shlex.quote(target.spec)}{extra} --config {shlex.quote(cfg.to_json())}")
+
+
+def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any:
+    """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro."""
+    try:
+        return check(target, cfg)
+    except Missing:
+        raise
+    except (AssertionError, ConventionMismatch) as exc:
+        kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
+            "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")
+        message = (f"[{property_name(check)}] {kind} for target {target.spec!r}\n"
+                   f"  {str(exc).strip()}\n"
+                   f"  config: {cfg}\n"
+                   f"  repro:  {repro_command(target, check, cfg)}")
+        raise PropertyFailure(message) from None

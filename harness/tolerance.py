@@ -1,0 +1,104 @@
+"""The one tolerance policy every numerical comparison in the harness uses.
+
+As FlashAttention's and PyTorch's own tests do, the allowed error of an
+implementation is a multiple of the error that the *same math done naively in
+the input dtype* makes against a float64 reference, plus a small floor:
+
+    err(actual)  = max |actual - ref64|
+    err(naive)   = max |naive_in_dtype - ref64|
+    allowed      = K * err(naive) + FLOOR[dtype] * max(1, max |ref64|)
+
+NaN or inf where the reference is finite never passes. K and the floors live
+here and nowhere else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+#: multiple of the naive same-precision error an implementation may make
+K = 4.0
+
+#: absolute floor per dtype (relative to the reference's magnitude), so that a
+#: float64 target compared with a float64 reference still has a little room
+FLOOR = {
+    torch.float64: 1e-10,
+    torch.float32: 2e-6,
+    torch.float16: 2e-3,
+    torch.bfloat16: 1.6e-2,
+}
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    max_error: float
+    allowed: float
+    naive_error: float
+    where: tuple[int, ...] | None
+    reason: str = ""
+
+    def describe(self) -> str:
+        loc = f" at index {self.where}" if self.where is not None else ""
+        why = f" ({self.reason})" if self.reason else ""
+        return (f"max error {self.max_error:.3e}{loc} vs allowed {self.allowed:.3e} "
+                f"(= {K:g} x naive same-dtype error {self.naive_error:.3e} + floor){why}")
+
+
+def floor_for(dtype: torch.dtype) -> float:
+    return FLOOR.get(dtype, FLOOR[torch.float32])
+
+
+def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None,
+            dtype: torch.dtype | None = None) -> Comparison:
+    """Compare ``actual`` with a float64 reference under the policy.
+
+    ``naive`` is the reference math done in the input dtype; when omitted (the
+    input is float64, or there is no naive path) only the floor applies.
+    ``dtype`` is the input dtype whose floor applies (default: ``actual``'s).
+    """
+    dtype = dtype or actual.dtype
+    ref = ref64.detach().to(torch.float64).cpu()
+    act = actual.detach().to(torch.float64).cpu()
+    if act.shape != ref.shape:
+        return Comparison(False, float("inf"), 0.0, 0.0, None,
+                          f"shape {tuple(act.shape)} != expected {tuple(ref.shape)}")
+    scale = max(1.0, float(ref[torch.isfinite(ref)].abs().max()) if torch.isfinite(ref).any() else 1.0)
+    naive_err = 0.0
+    if naive is not None:
+        n = naive.detach().to(torch.float64).cpu()
+        finite = torch.isfinite(ref) & torch.isfinite(n)
+        if finite.any():
+            naive_err = float((n - ref)[finite].abs().max())
+    allowed = K * naive_err + floor_for(dtype) * scale
+
+    ref_finite = torch.isfinite(ref)
+    bad = ~torch.isfinite(act) & ref_finite
+    if bad.any():
+        idx = tuple(int(i) for i in bad.nonzero()[0])
+        kind = "NaN" if torch.isnan(act[idx]) else "inf"
+        return Comparison(False, float("inf"), allowed, naive_err, idx,
+                          f"{kind} where the reference is {float(ref[idx]):.4g}")
+    # where the reference itself is not finite (documented NaN rows), require the same
+    mismatch = ~ref_finite & ~(torch.isnan(ref) & torch.isnan(act) | (ref == act))
+    if mismatch.any():
+        idx = tuple(int(i) for i in mismatch.nonzero()[0])
+        return Comparison(False, float("inf"), allowed, naive_err, idx,
+                          f"{float(act[idx]):.4g} where the reference is {float(ref[idx]):.4g}")
+    if act.numel() == 0:
+        return Comparison(True, 0.0, allowed, naive_err, None)
+    diff = torch.where(ref_finite, (act - ref).abs(), torch.zeros_like(act))
+    flat = int(diff.argmax())
+    max_err = float(diff.flatten()[flat])
+    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    return Comparison(max_err <= allowed, max_err, allowed, naive_err, where)
+
+
+def assert_close(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None,
+                 dtype: torch.dtype | None = None, what: str = "output") -> Comparison:
+    """``compare`` and raise ``AssertionError`` with the policy's numbers on failure."""
+    cmp = compare(actual, ref64, naive, dtype)
+    if not cmp.ok:
+        raise AssertionError(f"{what} differs from the float64 reference: {cmp.describe()}")
+    return cmp

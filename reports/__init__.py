@@ -1,0 +1,1 @@
+"""Report building (conformance tables, benchmark tables and plots) and stored baselines."""

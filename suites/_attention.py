@@ -1,0 +1,82 @@
+"""Helpers the attention suites share: calling the target, the float64 truth,
+the tolerance policy, and the one-hot visibility probe."""
+from __future__ import annotations
+
+import torch
+
+from harness import tolerance
+from harness.configs import AttnConfig
+from harness.guard import expect_tensor
+from harness.runner import impl
+from reference.attention import attention_math
+
+SDPA = "scaled_dot_product_attention"
+
+
+def call_sdpa(target, cfg: AttnConfig, q, k, v, **kw) -> torch.Tensor:
+    """The target's SDPA on (q, k, v); output shape/dtype/device checked."""
+    kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
+    out = impl(target, SDPA)(q, k, v, **kw)
+    shape = (*q.shape[:-1], v.shape[-1])
+    return expect_tensor(out, SDPA, shape, q.dtype, q.device)
+
+
+def truth(q, k, v, **kw) -> torch.Tensor:
+    kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
+    return attention_math(q.cpu(), k.cpu(), v.cpu(), **_cpu(kw))
+
+
+def naive(q, k, v, **kw) -> torch.Tensor:
+    kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
+    return attention_math(q.cpu(), k.cpu(), v.cpu(), compute_dtype=q.dtype, **_cpu(kw))
+
+
+def _cpu(kw: dict) -> dict:
+    return {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+
+
+def agree(out, q, k, v, what="output", **kw) -> tolerance.Comparison:
+    """``out`` equals attention(q, k, v, **kw) under the tolerance policy."""
+    return tolerance.assert_close(out, truth(q, k, v, **kw), naive(q, k, v, **kw),
+                                  dtype=q.dtype, what=what)
+
+
+def allowance(q, k, v, **kw) -> float:
+    """The error the tolerance policy allows for attention(q, k, v, **kw)."""
+    ref, nai = truth(q, k, v, **kw), naive(q, k, v, **kw)
+    return tolerance.compare(nai, ref, nai, dtype=q.dtype).allowed
+
+
+def same(a, b, q, k, v, what, **kw) -> None:
+    """Two outputs of the target that must be equal: each may be off the truth
+    by the policy's allowance, so their difference may be twice that."""
+    allowed = allowance(q, k, v, **kw)
+    diff = (a.double().cpu() - b.double().cpu()).abs()
+    bad = ~torch.isfinite(diff) & torch.isfinite(a.double().cpu())
+    worst = float(diff[torch.isfinite(diff)].max()) if torch.isfinite(diff).any() else 0.0
+    if bad.any() or worst > 2 * allowed:
+        idx = tuple(int(i) for i in (bad if bad.any() else diff == diff.max()).nonzero()[0])
+        raise AssertionError(f"{what}: outputs differ by {worst:.3e} at index {idx} "
+                             f"(allowed {2 * allowed:.3e}, twice the tolerance policy's)")
+
+
+def visibility(target, cfg: AttnConfig, **kw) -> torch.Tensor:
+    """Which keys each query attends to, measured with a one-hot value probe.
+
+    With Q = K = 0 every visible key gets the same score, so the output row of
+    query i is 1/|visible(i)| at each visible key and 0 elsewhere (V = identity).
+    Returns bool (*batch, Hq, L, S); rows returning NaN or zeros see nothing.
+    """
+    dt, dev = cfg.torch_dtype, target.device
+    q = torch.zeros(*cfg.batch, cfg.hq, cfg.L, cfg.E, dtype=dt, device=dev)
+    k = torch.zeros(*cfg.batch, cfg.hkv, cfg.S, cfg.E, dtype=dt, device=dev)
+    eye = torch.eye(cfg.S, dtype=dt, device=dev)
+    v = eye.expand(*cfg.batch, cfg.hkv, cfg.S, cfg.S).contiguous()
+    out = call_sdpa(target, cfg, q, k, v, **kw).float().nan_to_num(0.0)
+    return out > 0.5 / cfg.S
+
+
+def show_mask(m: torch.Tensor) -> str:
+    """A small bool matrix as rows of 1/0 for failure messages."""
+    rows = ["".join("1" if x else "." for x in r.tolist()) for r in m[:12]]
+    return "\n      " + "\n      ".join(rows) + ("\n      ..." if m.shape[0] > 12 else "")

@@ -1,0 +1,157 @@
+"""Attention conformance: the core properties of scaled dot-product attention.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V        (the seeds' formula)
+
+Each ``check_*`` holds one property; each ``test_*`` draws configurations with
+Hypothesis and runs the check through ``harness.runner.run``. Masks and
+causality are in ``test_attention_masks.py``.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given
+
+from harness.configs import attn_configs
+from harness.runner import run
+from suites._attention import SDPA, agree, allowance, call_sdpa, same
+
+FAMILY = "attention"
+pytestmark = pytest.mark.needs(SDPA)
+
+
+def check_agreement(target, cfg):
+    """Output equals the float64 reference within the tolerance policy; NaN never passes."""
+    q, k, v = cfg.qkv(target.device)
+    agree(call_sdpa(target, cfg, q, k, v), q, k, v)
+
+
+def check_convex_combination(target, cfg):
+    """Each output row is a convex combination of the values: per dim within their min/max."""
+    q, k, v = cfg.qkv(target.device, std=3.0)
+    out = call_sdpa(target, cfg, q, k, v).double().cpu()
+    vv = v.double().cpu().repeat_interleave(cfg.group, dim=-3)  # (..., Hq, S, Ev)
+    lo, hi = vv.amin(dim=-2, keepdim=True), vv.amax(dim=-2, keepdim=True)  # (..., Hq, 1, Ev)
+    slack = allowance(q, k, v)
+    below, above = (lo - slack) - out, out - (hi + slack)
+    worst = float(torch.maximum(below, above).max())
+    if not torch.isfinite(out).all() or worst > 0:
+        idx = tuple(int(i) for i in torch.nonzero(~torch.isfinite(out) | (below > 0) | (above > 0))[0])
+        raise AssertionError(f"output {out[idx]:.6g} at index {idx} lies outside the range of the "
+                             f"values [{lo.expand_as(out)[idx]:.6g}, {hi.expand_as(out)[idx]:.6g}] "
+                             f"by {worst:.3e}: not a convex combination (softmax rows must sum to 1)")
+
+
+def check_permutation(target, cfg):
+    """Permuting queries permutes outputs; permuting keys and values together changes nothing."""
+    q, k, v = cfg.qkv(target.device)
+    g = cfg.generator(salt=1)
+    pq, pk = torch.randperm(cfg.L, generator=g), torch.randperm(cfg.S, generator=g)
+    out = call_sdpa(target, cfg, q, k, v)
+    out_q = call_sdpa(target, cfg, q[..., pq, :], k, v)
+    same(out_q, out[..., pq, :], q, k, v, f"queries permuted by {pq.tolist()}: output rows not permuted")
+    out_kv = call_sdpa(target, cfg, q, k[..., pk, :], v[..., pk, :])
+    same(out_kv, out, q, k, v, f"keys and values permuted together by {pk.tolist()}: output changed")
+
+
+def check_scale(target, cfg):
+    """The default scale is 1/sqrt(E) (E = the query/key dim, not Ev); an explicit scale is honoured."""
+    q, k, v = cfg.qkv(target.device, std=2.0)
+    agree(call_sdpa(target, cfg, q, k, v), q, k, v,
+          what=f"with the default scale (1/sqrt(E) = {1 / math.sqrt(cfg.E):.4g})")
+    s = float(torch.empty(()).uniform_(0.05, 3.0, generator=cfg.generator(salt=2)))
+    agree(call_sdpa(target, cfg, q, k, v, scale=s), q, k, v, scale=s, what=f"with scale={s:.4g}")
+
+
+def check_numerical_range(target, cfg):
+    """Scores in the hundreds give finite, correct results (a stable softmax subtracts the row max)."""
+    q, k, v = cfg.qkv(target.device)
+    qn = q.double() / q.double().norm(dim=-1, keepdim=True).clamp_min(1e-6)
+    kn = k.double() / k.double().norm(dim=-1, keepdim=True).clamp_min(1e-6)
+    # unit vectors times sqrt(300 * sqrt(E)): |score| = |cos| * 300 after the 1/sqrt(E) scale
+    mag = math.sqrt(300.0 * math.sqrt(cfg.E))
+    q, k = (qn * mag).to(q.dtype), (kn * mag).to(k.dtype)
+    agree(call_sdpa(target, cfg, q, k, v), q, k, v, what="with scores up to +-300")
+
+
+def check_multi_head(target, cfg):
+    """Each head equals single-head attention on its own slice (heads never mix)."""
+    q, k, v = cfg.qkv(target.device)
+    out = call_sdpa(target, cfg, q, k, v)
+    for h in range(cfg.hq):
+        kv = h // cfg.group
+        qs, ks, vs = q[..., h:h + 1, :, :], k[..., kv:kv + 1, :, :], v[..., kv:kv + 1, :, :]
+        single = call_sdpa(target, cfg, qs, ks, vs)
+        same(out[..., h:h + 1, :, :], single, qs, ks, vs,
+             f"head {h} of the {cfg.hq}-head call differs from attention on head {h}'s slice alone")
+
+
+def check_gqa(target, cfg):
+    """GQA/MQA equals MHA with KV heads expanded by repeat_interleave, and a probe with a
+    distinct constant value per KV head proves query head h reads KV head h // (Hq/Hkv)."""
+    q, k, v = cfg.qkv(target.device)
+    out = call_sdpa(target, cfg, q, k, v, enable_gqa=True)
+    k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
+    mha = call_sdpa(target, cfg, q, k_rep, v_rep, enable_gqa=False)
+    same(out, mha, q, k_rep, v_rep, "GQA output differs from MHA with repeat_interleave'd KV heads")
+    probe = torch.arange(1, cfg.hkv + 1, dtype=v.dtype, device=v.device)
+    v_probe = probe.view(cfg.hkv, 1, 1).expand_as(v).contiguous()  # KV head g holds the value g + 1
+    read = call_sdpa(target, cfg, q, k, v_probe, enable_gqa=True).double().mean(dim=(-2, -1))
+    read = read.reshape(-1, cfg.hq)[0].round().long() - 1  # KV head each query head read
+    expected = torch.arange(cfg.hq) // cfg.group
+    if not torch.equal(read.cpu(), expected):
+        raise AssertionError(f"query heads read KV heads {read.tolist()}; expected "
+                             f"{expected.tolist()} (h // {cfg.group}, repeat_interleave order)")
+
+
+def check_dropout_zero(target, cfg):
+    """dropout_p=0 is deterministic: two calls give bit-identical outputs equal to the reference."""
+    q, k, v = cfg.qkv(target.device)
+    a = call_sdpa(target, cfg, q, k, v, dropout_p=0.0)
+    b = call_sdpa(target, cfg, q, k, v, dropout_p=0.0)
+    if not torch.equal(a, b):
+        diff = float((a.double() - b.double()).abs().nan_to_num(float("inf")).max())
+        raise AssertionError(f"two calls with dropout_p=0.0 differ by {diff:.3e}")
+    agree(a, q, k, v, what="with dropout_p=0.0")
+
+
+@given(cfg=attn_configs())
+def test_agreement(target, cfg):
+    run(target, check_agreement, cfg)
+
+
+@given(cfg=attn_configs())
+def test_convex_combination(target, cfg):
+    run(target, check_convex_combination, cfg)
+
+
+@given(cfg=attn_configs())
+def test_permutation(target, cfg):
+    run(target, check_permutation, cfg)
+
+
+@given(cfg=attn_configs())
+def test_scale(target, cfg):
+    run(target, check_scale, cfg)
+
+
+@given(cfg=attn_configs())
+def test_numerical_range(target, cfg):
+    run(target, check_numerical_range, cfg)
+
+
+@given(cfg=attn_configs())
+def test_multi_head(target, cfg):
+    run(target, check_multi_head, cfg)
+
+
+@given(cfg=attn_configs(min_group=2))
+def test_gqa(target, cfg):
+    run(target, check_gqa, cfg)
+
+
+@given(cfg=attn_configs())
+def test_dropout_zero(target, cfg):
+    run(target, check_dropout_zero, cfg)

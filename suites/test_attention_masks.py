@@ -1,0 +1,176 @@
+"""Attention conformance: causal, boolean and float masks, fully masked rows.
+
+Masked keys must have *no* influence, even when they hold extreme values
+(+-1e4): a finite mask constant such as -1e4 or -1e9 added to the scores lets
+them leak. The causal alignment for L != S is measured and named
+(``top_left`` as torch, ``bottom_right`` as FlashAttention >= 2.1).
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+
+from harness.configs import attn_configs
+from harness.conventions import check_convention
+from harness.runner import record_label, run
+from reference.masks import causal_mask
+from suites._attention import SDPA, agree, allowance, call_sdpa, same, show_mask, visibility
+
+FAMILY = "attention"
+pytestmark = pytest.mark.needs(SDPA)
+EXTREME = 1e4
+
+
+def _extreme_like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    sign = torch.randint(0, 2, t.shape, generator=g).to(t.device) * 2 - 1
+    return (sign * EXTREME).to(t.dtype)
+
+
+def _agree_rows(out, q, k, v, rows: torch.Tensor, mask: torch.Tensor, what: str) -> None:
+    """Agreement restricted to query rows ``rows`` (attention rows are independent)."""
+    if rows.any():
+        agree(out[..., rows, :], q[..., rows, :], k, v, attn_mask=mask[..., rows, :], what=what)
+
+
+def measured_alignment(vis: torch.Tensor, L: int, S: int) -> str | None:
+    for name in ("top_left", "bottom_right"):
+        if bool((vis == causal_mask(L, S, name, device=vis.device)).all()):
+            return name
+    return None
+
+
+def check_causal(target, cfg):
+    """is_causal: the alignment for L != S is measured and named; future keys and values, even
+    at +-1e4, change nothing at earlier queries; a visible key does change the output."""
+    declared = target.conventions
+    vis = visibility(target, cfg, is_causal=True)  # (*batch, Hq, L, S)
+    measured = measured_alignment(vis, cfg.L, cfg.S)
+    flat = vis.reshape(-1, cfg.L, cfg.S)
+    label = check_convention(
+        "causal_alignment", measured, declared,
+        f"\n  measured visibility (row = query, 1 = key visible):{show_mask(flat[0].cpu())}")
+    record_label(label)
+    mask = causal_mask(cfg.L, cfg.S, measured, device=target.device)  # (L, S)
+    seen = mask.any(dim=-1)  # rows with at least one visible key
+    q, k, v = cfg.qkv(target.device)
+    out = call_sdpa(target, cfg, q, k, v, is_causal=True)
+    _agree_rows(out, q, k, v, seen, mask, "causal output")
+
+    g = cfg.generator(salt=3)
+    cut = int(torch.randint(0, cfg.S, (1,), generator=g))  # keys j > cut become extreme
+    future = torch.arange(cfg.S, device=target.device) > cut
+    k2, v2 = k.clone(), v.clone()
+    k2[..., future, :] = _extreme_like(k2[..., future, :], g)
+    v2[..., future, :] = _extreme_like(v2[..., future, :], g)
+    out2 = call_sdpa(target, cfg, q, k2, v2, is_causal=True)
+    rows = seen & ~(mask & future).any(dim=-1)  # queries that see no key after the cut
+    if rows.any():
+        same(out2[..., rows, :], out[..., rows, :], q[..., rows, :], k, v,
+             f"keys/values after position {cut} set to +-{EXTREME:g} changed earlier queries "
+             f"{rows.nonzero().flatten().tolist()}", attn_mask=mask[rows])
+
+    v3 = v.clone()
+    v3[..., cut, :] += 4.0  # key `cut` is visible to the queries whose mask includes it
+    out3 = call_sdpa(target, cfg, q, k, v3, is_causal=True)
+    _agree_rows(out3, q, k, v3, seen, mask, f"after changing the visible value at key {cut}")
+
+
+def _random_mask(cfg, g: torch.Generator, device, min_visible: int = 1) -> tuple[torch.Tensor, str]:
+    """A boolean mask that differs per batch item and head (or broadcasts), each row >= 1 key."""
+    variant = ["per_item_and_head", "per_head", "per_item", "2d"][int(torch.randint(0, 4, (1,), generator=g))]
+    shape = {"per_item_and_head": (*cfg.batch, cfg.hq, cfg.L, cfg.S),
+             "per_head": (*[1] * len(cfg.batch), cfg.hq, cfg.L, cfg.S),
+             "per_item": (*cfg.batch, 1, cfg.L, cfg.S), "2d": (cfg.L, cfg.S)}[variant]
+    mask = torch.rand(shape, generator=g) < 0.6
+    keep = torch.randint(0, cfg.S, shape[:-1], generator=g)  # one guaranteed visible key per row
+    mask.scatter_(-1, keep.unsqueeze(-1), True)
+    return mask.to(device), variant
+
+
+def check_bool_mask(target, cfg):
+    """Boolean masks (True = may attend) apply to the right batch item and head, and masked
+    keys holding +-1e4 have no influence at all."""
+    g = cfg.generator(salt=4)
+    mask, variant = _random_mask(cfg, g, target.device)
+    q, k, v = cfg.qkv(target.device)
+    dropped = torch.rand(cfg.S, generator=g) < 0.3  # keys masked for every query
+    # never drop a row's only visible key: keep a column that some row relies on
+    only = mask.sum(-1, keepdim=True) == 1
+    dropped &= ~(mask & only).reshape(-1, cfg.S).any(0).cpu()
+    mask = mask & ~dropped.to(target.device)
+    out = call_sdpa(target, cfg, q, k, v, attn_mask=mask)
+    agree(out, q, k, v, attn_mask=mask, what=f"with a {variant} boolean mask {tuple(mask.shape)}")
+    if dropped.any():
+        d = dropped.to(target.device)
+        k2, v2 = k.clone(), v.clone()
+        k2[..., d, :] = _extreme_like(k2[..., d, :], g)
+        v2[..., d, :] = _extreme_like(v2[..., d, :], g)
+        out2 = call_sdpa(target, cfg, q, k2, v2, attn_mask=mask)
+        same(out2, out, q, k, v, f"masked keys {d.nonzero().flatten().tolist()} set to "
+             f"+-{EXTREME:g} changed the output", attn_mask=mask)
+
+
+def check_float_mask(target, cfg):
+    """Float masks are added to the scores (per item and head), -inf entries included."""
+    g = cfg.generator(salt=5)
+    visible, variant = _random_mask(cfg, g, "cpu")
+    bias = torch.randn(visible.shape, generator=g, dtype=torch.float64) * 2.0
+    bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
+    q, k, v = cfg.qkv(target.device)
+    out = call_sdpa(target, cfg, q, k, v, attn_mask=bias)
+    agree(out, q, k, v, attn_mask=bias, what=f"with a {variant} float mask {tuple(bias.shape)}")
+
+
+def check_fully_masked_rows(target, cfg):
+    """Rows whose mask is all False: the behaviour (zeros, NaN, uniform) is detected and named;
+    every other row is unaffected. Any of the three passes unless another one is declared."""
+    g = cfg.generator(salt=6)
+    mask, _ = _random_mask(cfg, g, target.device)
+    dead = torch.rand(cfg.L, generator=g) < 0.4
+    dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
+    dead = dead.to(target.device)
+    mask = mask.clone()
+    mask[..., dead, :] = False
+    q, k, v = cfg.qkv(target.device)
+    out = call_sdpa(target, cfg, q, k, v, attn_mask=mask)
+    rows = out[..., dead, :].double().cpu()
+    # "uniform": the mean of all values, what softmax over equal (finite) scores gives
+    uniform = v.double().cpu().repeat_interleave(cfg.group, dim=-3).mean(dim=-2, keepdim=True)
+    uniform = uniform.expand_as(rows)
+    tol = 2 * allowance(q, k, v)
+    if bool(torch.isnan(rows).all()):
+        measured = "nan"
+    elif bool((rows == 0).all()):
+        measured = "zeros"
+    elif bool(torch.isfinite(rows).all()) and float((rows - uniform).abs().max()) <= tol:
+        measured = "uniform"
+    else:
+        measured = None
+    record_label(check_convention(
+        "fully_masked_rows", measured, target.conventions,
+        f"\n  fully masked rows {dead.nonzero().flatten().tolist()} returned e.g. {rows.flatten()[:4].tolist()}"))
+    live = ~dead
+    if live.any():
+        agree(out[..., live, :], q[..., live, :], k, v, attn_mask=mask[..., live, :],
+              what="rows next to the fully masked ones")
+
+
+@given(cfg=attn_configs(distinct_lengths=True))
+def test_causal(target, cfg):
+    run(target, check_causal, cfg)
+
+
+@given(cfg=attn_configs())
+def test_bool_mask(target, cfg):
+    run(target, check_bool_mask, cfg)
+
+
+@given(cfg=attn_configs())
+def test_float_mask(target, cfg):
+    run(target, check_float_mask, cfg)
+
+
+@given(cfg=attn_configs())
+def test_fully_masked_rows(target, cfg):
+    run(target, check_fully_masked_rows, cfg)
