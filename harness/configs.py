@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 from hypothesis import strategies as st
@@ -28,8 +27,6 @@ def register(cls):
 @dataclass(frozen=True)
 class Config:
     """Base: JSON round trip and a seeded generator."""
-
-    kind: ClassVar[str] = "config"
 
     def to_json(self) -> str:
         return json.dumps({"type": type(self).__name__, **dataclasses.asdict(self)},

@@ -37,6 +37,9 @@ class Target:
     #: device the suites build their tensors on
     device: str = "cpu"
 
+    def __repr__(self) -> str:
+        return f"Target({self.spec!r})"
+
     @property
     def id(self) -> str:
         """Short name for test ids and report columns."""

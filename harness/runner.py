@@ -74,6 +74,7 @@ def repro_command(target: Target, check: Callable, cfg: Config) -> str:
 
 def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any:
     """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro."""
+    __tracebackhide__ = True  # pytest shows the message, not this frame
     try:
         return check(target, cfg)
     except Missing:

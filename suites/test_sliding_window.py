@@ -1,0 +1,119 @@
+"""Sliding-window attention conformance.
+
+Protocol: queries aligned to the end of the keys; the query at absolute
+position i sees exactly the keys j with i - window < j <= i (``w`` keys).
+FlashAttention's window_size=(w, 0) and attention-gym see i - w <= j <= i
+(``w+1`` keys): a named convention, measured by a one-hot value probe.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+from hypothesis import given
+
+from harness import tolerance
+from harness.configs import window_configs
+from harness.conventions import KNOWN, check_convention
+from harness.guard import expect_tensor
+from harness.runner import impl, record_label, run
+from reference.masks import window_mask
+from reference.sliding_window import sliding_window_math
+from suites._attention import show_mask
+
+FAMILY = "sliding_window"
+SWA = "sliding_window_attention"
+pytestmark = pytest.mark.needs(SWA)
+
+
+def call_swa(target, q, k, v, window, **kw):
+    out = impl(target, SWA)(q, k, v, window, **kw)
+    return expect_tensor(out, SWA, (*q.shape[:-1], v.shape[-1]), q.dtype, q.device)
+
+
+def measure_extent(target, cfg) -> tuple[str | None, torch.Tensor]:
+    """Which keys each query sees: Q = K = 0 gives equal scores, V = identity reads them out."""
+    dt, dev = cfg.torch_dtype, target.device
+    q = torch.zeros(*cfg.batch, cfg.hq, cfg.L, cfg.E, dtype=dt, device=dev)
+    k = torch.zeros(*cfg.batch, cfg.hkv, cfg.S, cfg.E, dtype=dt, device=dev)
+    v = torch.eye(cfg.S, dtype=dt, device=dev).expand(*cfg.batch, cfg.hkv, cfg.S, cfg.S).contiguous()
+    vis = call_swa(target, q, k, v, cfg.window).float().nan_to_num(0.0) > 0.5 / cfg.S
+    for extent in KNOWN["window_extent"].values:
+        if bool((vis == window_mask(cfg.L, cfg.S, cfg.window, extent, device=dev)).all()):
+            return extent, vis
+    return None, vis
+
+
+def _declared_extent(target) -> str:
+    return target.conventions.get("window_extent", KNOWN["window_extent"].default)
+
+
+def check_window_extent(target, cfg):
+    """The one-hot probe measures exactly which keys each query sees, for window < L,
+    window >= L and window = 1; the extent (w or w+1 keys) is named."""
+    declared = _declared_extent(target)
+    informative = set()
+    for probe in (cfg, replace(cfg, window=1), replace(cfg, window=cfg.S + 1)):
+        extent, vis = measure_extent(target, probe)
+        if extent is None:
+            expected = window_mask(probe.L, probe.S, probe.window, declared)
+            check_convention("window_extent", None, target.conventions,
+                             f"\n  window={probe.window}, L={probe.L}, S={probe.S}; measured:"
+                             f"{show_mask(vis.reshape(-1, probe.L, probe.S)[0].cpu())}"
+                             f"\n  expected ({declared}):{show_mask(expected)}")
+        w, w1 = (window_mask(probe.L, probe.S, probe.window, e) for e in ("w", "w+1"))
+        if not bool((w == w1).all()):  # only probes where the two extents differ tell them apart
+            informative.add(extent)
+    # two different extents for different windows is no convention at all
+    measured = informative.pop() if len(informative) == 1 else None if informative else declared
+    record_label(check_convention("window_extent", measured, target.conventions))
+
+
+def check_window_agreement(target, cfg):
+    """Random inputs equal the float64 sliding-window reference (with the declared extent)."""
+    extent = _declared_extent(target)
+    q, k, v = cfg.qkv(target.device)
+    out = call_swa(target, q, k, v, cfg.window)
+    ref = sliding_window_math(q.cpu(), k.cpu(), v.cpu(), cfg.window, extent=extent)
+    naive = sliding_window_math(q.cpu(), k.cpu(), v.cpu(), cfg.window, extent=extent, compute_dtype=q.dtype)
+    tolerance.assert_close(out, ref, naive, dtype=q.dtype,
+                           what=f"sliding window (window={cfg.window}, extent {extent})")
+
+
+def check_outside_window(target, cfg):
+    """Keys outside every query's window, even at +-1e4, have no influence; an explicit scale is honoured."""
+    extent = _declared_extent(target)
+    vis = window_mask(cfg.L, cfg.S, cfg.window, extent)
+    outside = ~vis.any(dim=0)  # keys no query sees
+    q, k, v = cfg.qkv(target.device)
+    scale = 0.5
+    out = call_swa(target, q, k, v, cfg.window, scale=scale)
+    ref = sliding_window_math(q.cpu(), k.cpu(), v.cpu(), cfg.window, scale=scale, extent=extent)
+    naive = sliding_window_math(q.cpu(), k.cpu(), v.cpu(), cfg.window, scale=scale, extent=extent,
+                                compute_dtype=q.dtype)
+    cmp = tolerance.assert_close(out, ref, naive, dtype=q.dtype, what="with scale=0.5")
+    if outside.any():
+        o = outside.to(target.device)
+        k2, v2 = k.clone(), v.clone()
+        k2[..., o, :], v2[..., o, :] = 1e4, -1e4
+        out2 = call_swa(target, q, k2, v2, cfg.window, scale=scale)
+        diff = float((out2.double() - out.double()).abs().nan_to_num(float("inf")).max())
+        if diff > 2 * cmp.allowed:
+            raise AssertionError(f"keys {o.nonzero().flatten().tolist()} lie outside every window, but "
+                                 f"setting them to +-1e4 changed the output by {diff:.3e}")
+
+
+@given(cfg=window_configs())
+def test_window_extent(target, cfg):
+    run(target, check_window_extent, cfg)
+
+
+@given(cfg=window_configs())
+def test_window_agreement(target, cfg):
+    run(target, check_window_agreement, cfg)
+
+
+@given(cfg=window_configs())
+def test_outside_window(target, cfg):
+    run(target, check_outside_window, cfg)
