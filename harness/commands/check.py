@@ -1,0 +1,41 @@
+"""``check``: run the conformance suites against targets and write the conformance report."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SUITES = Path(__file__).resolve().parents[2] / "suites"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("check", help="run the conformance suites (pytest) against --impl targets")
+    p.add_argument("--impl", action="append", default=None, metavar="TARGET",
+                   help="module path or .py file; repeatable (default: reference)")
+    p.add_argument("--report", default=None, metavar="DIR", help="write the conformance table into DIR")
+    p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--profile", default=None, choices=["ci", "dev", "thorough"],
+                   help="Hypothesis profile (default: ci when $CI is set, else dev)")
+    p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
+    p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
+    p.set_defaults(func=main)
+
+
+def pytest_argv(args) -> list[str]:
+    argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfEs"]
+    for spec in args.impl or ["reference"]:
+        argv += ["--impl", spec]
+    for conv in args.convention:
+        argv += ["--convention", conv]
+    if args.report:
+        argv += ["--conformance-report", args.report]
+    if args.profile:
+        argv += ["--hypothesis-profile", args.profile]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    return argv + list(args.pytest_args)
+
+
+def main(args) -> int:
+    import pytest
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    return int(pytest.main(pytest_argv(args)))

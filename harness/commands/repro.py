@@ -1,0 +1,67 @@
+"""``repro``: replay one property on one configuration, outside Hypothesis.
+
+    python -m harness repro suites/test_attention.py::check_causal --impl my_attn.py --config '{...}'
+
+This is the one-line repro every failure message prints.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+from harness.configs import Config
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("repro", help="replay one property check on one configuration")
+    p.add_argument("check", help="path/to/suite.py::check_name")
+    p.add_argument("--impl", required=True, metavar="TARGET")
+    p.add_argument("--config", required=True, help="the JSON configuration from the failure message")
+    p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--device", default="cpu")
+    p.set_defaults(func=main)
+
+
+def load_check(ref: str):
+    path, _, name = ref.partition("::")
+    if not name:
+        raise SystemExit(f"expected path/to/suite.py::check_name, got {ref!r}")
+    file = Path(path).resolve()
+    root = Path(__file__).resolve().parents[2]
+    try:  # the project's own suites import as a package (they import each other)
+        module_name = ".".join(file.relative_to(root).with_suffix("").parts)
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        module = importlib.import_module(module_name)
+    except ValueError:
+        spec = importlib.util.spec_from_file_location(file.stem, file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def main(args) -> int:
+    from harness import conventions, runner
+    from harness.loader import Missing, load_target
+
+    target = load_target(args.impl, conventions.parse_cli(args.convention), args.device)
+    check = load_check(args.check)
+    cfg = Config.from_json(args.config)
+    print(f"replaying {runner.property_name(check)} on {target.spec} with {cfg}")
+    try:
+        runner.run(target, check, cfg)
+    except Missing as exc:
+        print(f"SKIPPED: {exc}")
+        return 0
+    except runner.PropertyFailure as exc:
+        print(f"FAILED\n{exc}")
+        return 1
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        return 2
+    labels = runner.take_labels()
+    print("PASSED" + (f" ({labels[-1]})" if labels else ""))
+    return 0
