@@ -69,6 +69,16 @@ class Target:
         conv.update(self.cli_conventions)
         return conv
 
+    @property
+    def dtypes(self) -> tuple[str, ...] | None:
+        """The dtypes the target declares it supports (``HARNESS_DTYPES``); None = all.
+
+        FlashAttention-style kernels support only float16/bfloat16; configurations
+        with other dtypes are then not drawn for this target (not failed).
+        """
+        declared = getattr(self.module, "HARNESS_DTYPES", None) if self.module else None
+        return tuple(str(d).replace("torch.", "") for d in declared) if declared else None
+
     def available(self) -> list[str]:
         """The protocol names this target defines."""
         if self.module is None:

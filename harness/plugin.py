@@ -21,7 +21,7 @@ from harness.conventions import parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, load_target
 
 _COMMON = dict(deadline=None, print_blob=False,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                       HealthCheck.differing_executors])
 #: ci: derandomized, small; dev: random, same size; thorough: 10x the examples
 settings.register_profile("ci", max_examples=12, derandomize=True, **_COMMON)
@@ -81,6 +81,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         else:
             lines.append(f"target {t.spec}: {t.file} (version {t.version}); "
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
+            if t.dtypes:
+                lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")
             if t.conventions:
                 lines.append(f"  declared conventions: {t.conventions}")
     return lines

@@ -19,6 +19,8 @@ import shlex
 import sys
 from typing import Any, Callable
 
+from hypothesis import assume
+
 from harness import guard
 from harness.configs import Config
 from harness.conventions import ConventionMismatch
@@ -75,6 +77,9 @@ def repro_command(target: Target, check: Callable, cfg: Config) -> str:
 def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any:
     """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro."""
     __tracebackhide__ = True  # pytest shows the message, not this frame
+    dtype = getattr(cfg, "dtype", None)
+    if dtype is not None and target.dtypes is not None and dtype not in target.dtypes:
+        assume(False)  # the target declares it does not support this dtype: draw another
     try:
         return check(target, cfg)
     except Missing:

@@ -29,6 +29,24 @@ def _extreme_like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     return (sign * EXTREME).to(t.dtype)
 
 
+def _poison(q, k, v, cols: torch.Tensor, g: torch.Generator):
+    """K and V at key positions ``cols`` set to +-1e4 (K shrunk, if needed, so that the raw
+    scores q.k * scale stay below a quarter of the dtype's max: an overflow to inf *before*
+    masking is no test of the mask, while scores this large still expose any finite mask
+    constant such as -1e4 or -1e9 that is smaller than them)."""
+    k2, v2 = k.clone(), v.clone()
+    bad_k = _extreme_like(k2[..., cols, :], g).double()
+    scale = 1.0 / k.shape[-1] ** 0.5
+    qk = q.double() @ bad_k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3).transpose(-2, -1)
+    peak = float(qk.abs().max()) * scale if qk.numel() else 0.0
+    cap = torch.finfo(k.dtype).max / 4
+    if peak > cap:
+        bad_k = bad_k * (cap / peak)
+    k2[..., cols, :] = bad_k.to(k.dtype)
+    v2[..., cols, :] = _extreme_like(v2[..., cols, :], g)
+    return k2, v2
+
+
 def _agree_rows(out, q, k, v, rows: torch.Tensor, mask: torch.Tensor, what: str) -> None:
     """Agreement restricted to query rows ``rows`` (attention rows are independent)."""
     if rows.any():
@@ -66,9 +84,7 @@ def check_causal(target, cfg):
     g = cfg.generator(salt=3)
     cut = int(torch.randint(0, cfg.S, (1,), generator=g))  # keys j > cut become extreme
     future = torch.arange(cfg.S, device=target.device) > cut
-    k2, v2 = k.clone(), v.clone()
-    k2[..., future, :] = _extreme_like(k2[..., future, :], g)
-    v2[..., future, :] = _extreme_like(v2[..., future, :], g)
+    k2, v2 = _poison(q, k, v, future, g)
     out2 = call_sdpa(target, cfg, q, k2, v2, is_causal=True)
     rows = seen & ~(mask & future).any(dim=-1)  # queries that see no key after the cut
     if rows.any():
@@ -82,8 +98,10 @@ def check_causal(target, cfg):
     _agree_rows(out3, q, k, v3, seen, mask, f"after changing the visible value at key {cut}")
 
 
-def _random_mask(cfg, g: torch.Generator, device, min_visible: int = 1) -> tuple[torch.Tensor, str]:
-    """A boolean mask that differs per batch item and head (or broadcasts), each row >= 1 key."""
+def _random_mask(cfg, g: torch.Generator, device) -> tuple[torch.Tensor, str, torch.Tensor]:
+    """A boolean mask that differs per batch item and head (or broadcasts), each row >= 1 key.
+
+    Returns (mask, variant name, bool (S,) of keys some row relies on)."""
     variant = ["per_item_and_head", "per_head", "per_item", "2d"][int(torch.randint(0, 4, (1,), generator=g))]
     shape = {"per_item_and_head": (*cfg.batch, cfg.hq, cfg.L, cfg.S),
              "per_head": (*[1] * len(cfg.batch), cfg.hq, cfg.L, cfg.S),
@@ -91,27 +109,25 @@ def _random_mask(cfg, g: torch.Generator, device, min_visible: int = 1) -> tuple
     mask = torch.rand(shape, generator=g) < 0.6
     keep = torch.randint(0, cfg.S, shape[:-1], generator=g)  # one guaranteed visible key per row
     mask.scatter_(-1, keep.unsqueeze(-1), True)
-    return mask.to(device), variant
+    protected = torch.zeros(cfg.S, dtype=torch.bool)
+    protected[keep.flatten()] = True  # each row's guaranteed key
+    return mask.to(device), variant, protected
 
 
 def check_bool_mask(target, cfg):
     """Boolean masks (True = may attend) apply to the right batch item and head, and masked
     keys holding +-1e4 have no influence at all."""
     g = cfg.generator(salt=4)
-    mask, variant = _random_mask(cfg, g, target.device)
+    mask, variant, protected = _random_mask(cfg, g, target.device)
     q, k, v = cfg.qkv(target.device)
-    dropped = torch.rand(cfg.S, generator=g) < 0.3  # keys masked for every query
-    # never drop a row's only visible key: keep a column that some row relies on
-    only = mask.sum(-1, keepdim=True) == 1
-    dropped &= ~(mask & only).reshape(-1, cfg.S).any(0).cpu()
+    # keys masked for every query; never a row's guaranteed key, so no row is fully masked
+    dropped = (torch.rand(cfg.S, generator=g) < 0.3) & ~protected
     mask = mask & ~dropped.to(target.device)
     out = call_sdpa(target, cfg, q, k, v, attn_mask=mask)
     agree(out, q, k, v, attn_mask=mask, what=f"with a {variant} boolean mask {tuple(mask.shape)}")
     if dropped.any():
         d = dropped.to(target.device)
-        k2, v2 = k.clone(), v.clone()
-        k2[..., d, :] = _extreme_like(k2[..., d, :], g)
-        v2[..., d, :] = _extreme_like(v2[..., d, :], g)
+        k2, v2 = _poison(q, k, v, d, g)
         out2 = call_sdpa(target, cfg, q, k2, v2, attn_mask=mask)
         same(out2, out, q, k, v, f"masked keys {d.nonzero().flatten().tolist()} set to "
              f"+-{EXTREME:g} changed the output", attn_mask=mask)
@@ -120,7 +136,7 @@ def check_bool_mask(target, cfg):
 def check_float_mask(target, cfg):
     """Float masks are added to the scores (per item and head), -inf entries included."""
     g = cfg.generator(salt=5)
-    visible, variant = _random_mask(cfg, g, "cpu")
+    visible, variant, _ = _random_mask(cfg, g, "cpu")
     bias = torch.randn(visible.shape, generator=g, dtype=torch.float64) * 2.0
     bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
     q, k, v = cfg.qkv(target.device)
@@ -132,7 +148,7 @@ def check_fully_masked_rows(target, cfg):
     """Rows whose mask is all False: the behaviour (zeros, NaN, uniform) is detected and named;
     every other row is unaffected. Any of the three passes unless another one is declared."""
     g = cfg.generator(salt=6)
-    mask, _ = _random_mask(cfg, g, target.device)
+    mask, _, _ = _random_mask(cfg, g, target.device)
     dead = torch.rand(cfg.L, generator=g) < 0.4
     dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
     dead = dead.to(target.device)
