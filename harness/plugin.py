@@ -24,9 +24,9 @@ _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                       HealthCheck.differing_executors])
 #: ci: derandomized, small; dev: random, same size; thorough: 10x the examples
-settings.register_profile("ci", max_examples=12, derandomize=True, **_COMMON)
-settings.register_profile("dev", max_examples=12, **_COMMON)
-settings.register_profile("thorough", max_examples=120, **_COMMON)
+settings.register_profile("ci", max_examples=30, derandomize=True, **_COMMON)
+settings.register_profile("dev", max_examples=30, **_COMMON)
+settings.register_profile("thorough", max_examples=300, **_COMMON)
 
 _TARGETS_KEY = pytest.StashKey[list]()
 _RESULTS_KEY = pytest.StashKey[list]()

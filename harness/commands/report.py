@@ -1,0 +1,121 @@
+"""``report``: tables, plots, an HTML page and a baseline comparison from run folders.
+
+    python -m harness report RUN_DIR [RUN_DIR|BENCH.json ...] [--baseline reports/baselines/NAME]
+                             [--out DIR] [--html] [--formats csv,parquet,md] [--no-plots]
+
+Inputs are run folders (notes/RESULTS_SCHEMA.md) or pytest-benchmark ``--benchmark-json`` files; several
+merge into one report (``run_id``/``machine`` columns). Exit status: 0 no regression, 1 regression
+against the baseline, 2 usage or input error (the message names the problem).
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+BASELINES = Path(__file__).resolve().parents[2] / "reports" / "baselines"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("report", help="tables, plots, HTML and a baseline comparison from run folders",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                   help="run folder (results.jsonl, env.json, ...) or pytest-benchmark JSON file")
+    p.add_argument("--baseline", default=None, metavar="DIR",
+                   help="baseline run folder, e.g. reports/baselines/NAME (a bare NAME is looked up there)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: RUN_DIR/report of the first run)")
+    p.add_argument("--html", action="store_true", help="also write one self-contained report.html")
+    p.add_argument("--formats", default="csv,parquet,md", metavar="LIST",
+                   help="table formats, comma-separated from csv,parquet,md (default: all)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots (and the HTML's figures)")
+    p.set_defaults(func=main)
+
+
+def _fail(message: str) -> int:
+    print(f"harness report: error: {message}", file=sys.stderr)
+    return 2
+
+
+def resolve_baseline(spec: str) -> Path:
+    path = Path(spec)
+    if not path.exists() and not path.is_absolute() and (BASELINES / spec).exists():
+        return BASELINES / spec
+    return path
+
+
+def default_out(first: Path) -> Path:
+    return first / "report" if first.is_dir() else first.with_name(f"{first.stem}_report")
+
+
+def main(args) -> int:
+    try:
+        return _main(args)
+    except Exception:  # noqa: BLE001 -- never let a crash read as exit 1 ("regression")
+        traceback.print_exc()
+        return _fail("internal error while building the report (traceback above)")
+
+
+def _main(args) -> int:
+    from reports import compare, tables
+    from reports.load import InputError, load_runs, tidy
+
+    try:
+        formats = tables.parse_formats(args.formats)
+    except ValueError as exc:
+        return _fail(str(exc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            runs = load_runs(args.runs)
+            baseline_runs = load_runs([resolve_baseline(args.baseline)]) if args.baseline else None
+        except InputError as exc:
+            return _fail(str(exc))
+    for w in caught:
+        print(f"harness report: warning: {w.message}", file=sys.stderr)
+    df = tidy(runs)
+    if df.empty:
+        return _fail(f"no result rows in {', '.join(args.runs)}")
+    out = Path(args.out) if args.out else default_out(Path(args.runs[0]))
+    summaries = tables.summary_tables(df)
+    written = tables.write_tables(df, out, formats, summaries)
+
+    comparison, code, baseline_name = None, 0, None
+    if baseline_runs is not None:
+        baseline_name = str(resolve_baseline(args.baseline))
+        comparison = compare.compare(df, tidy(baseline_runs))
+        regs = compare.regressions(comparison)
+        written += tables.write_frame(comparison, out, "comparison", formats, "Baseline comparison")
+        written += tables.write_frame(regs, out, "regressions", formats, "Regressions")
+        code = compare.exit_code(comparison)
+
+    plots = []
+    if not args.no_plots:
+        from reports.plots import make_plots
+        plots = make_plots(df, runs, out / "plots")
+        written += [p.path for p in plots]
+    if args.html:
+        from reports.html import write_html
+        written.append(write_html(out / "report.html", runs=runs, df=df, tables=summaries, plots=plots,
+                                  comparison=comparison, baseline=baseline_name))
+
+    n_points = len(df.drop_duplicates(["run_id", "key"]))
+    print(f"report: {n_points} points from {len(runs)} run(s) -> {out} ({len(written)} files)")
+    for suite, table in summaries.items():
+        bad = table[table["status"] != "ok"]
+        print(f"  {suite}: {len(table)} points" + (f", {len(bad)} not ok" if len(bad) else ""))
+    if comparison is not None:
+        counts = compare.counts(comparison)
+        print(f"baseline {baseline_name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        if code:
+            regs = compare.regressions(comparison)
+            print(f"REGRESSIONS ({len(regs)}):")
+            cols = (["run_id"] if len(runs) > 1 else []) + ["key", "metric", "baseline", "current", "ratio",
+                                                            "note"]
+            print(tables.to_markdown(regs[cols]))
+        else:
+            print("no regression")
+    if args.html:
+        print(f"html: {out / 'report.html'}")
+    return code

@@ -1,0 +1,144 @@
+"""One self-contained HTML page: plots as base64 PNG data URIs, tables as HTML, inline CSS, no external
+assets. Order: summary, regressions (when any), environment, conformance, one section per suite (plots
+and summary table), baseline comparison.
+
+A tiny inline script records, after load, how many ``<img>`` decoded and are visible:
+``<body data-images-loaded="k" data-images-total="n">`` (read by tests/test_html_render.py via
+chromium --dump-dom).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from reports.tables import display_table
+
+CSS = """
+body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;
+     background:#fff;max-width:1400px}
+h1{margin-bottom:4px} h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:36px}
+.meta{color:#666;font-size:13px}
+table{border-collapse:collapse;font-size:12px;margin:8px 0 16px 0}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#eef2f7} tr:nth-child(even) td{background:#fafafa}
+td.bad{background:#f8d0d0 !important;color:#900;font-weight:bold}
+td.good{background:#d5f0d5 !important;color:#060}
+td.warn{background:#fff1c9 !important}
+.banner{padding:10px 16px;border-radius:6px;margin:12px 0;font-weight:bold}
+.banner.bad{background:#f8d0d0;border:1px solid #d66;color:#800}
+.banner.good{background:#d5f0d5;border:1px solid #6a6;color:#050}
+figure{margin:12px 0 20px 0} figure img{max-width:100%;border:1px solid #ddd}
+figcaption{font-size:13px;color:#555}
+.scroll{overflow-x:auto} details summary{cursor:pointer;color:#246}
+"""
+
+SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images), ok = 0;
+  imgs.forEach(function (im) {
+    var r = im.getBoundingClientRect(), s = window.getComputedStyle(im);
+    if (im.complete && im.naturalWidth > 0 && r.width > 0 && r.height > 0 &&
+        s.visibility !== 'hidden' && s.display !== 'none') { ok += 1; }
+  });
+  document.body.setAttribute('data-images-loaded', String(ok));
+  document.body.setAttribute('data-images-total', String(imgs.length));
+});
+"""
+
+_BAD = ("regression", "oom", "error", "nan", "fail", "still failing", "mismatch")
+_GOOD = ("improvement", "fixed", "pass")
+_WARN = ("skipped", "missing", "new")
+
+
+def _esc(text) -> str:
+    return html.escape(str(text))
+
+
+def table_html(table: pd.DataFrame, max_rows: int = 500) -> str:
+    if table is None or table.empty:
+        return "<p><em>(none)</em></p>"
+    shown = table.head(max_rows).astype(object).where(table.head(max_rows).notna(), "")
+    text = shown.to_html(index=False, escape=True, border=0,
+                         float_format=lambda x: f"{x:.4g}")
+    for words, cls in ((_BAD, "bad"), (_GOOD, "good"), (_WARN, "warn")):
+        alt = "|".join(re.escape(w) for w in words)
+        text = re.sub(rf"<td>((?:{alt})(?:\b[^<]*)?)</td>", rf'<td class="{cls}">\1</td>', text)
+    more = f"<p class='meta'>{len(table) - max_rows} more rows in the CSV/Parquet files.</p>" \
+        if len(table) > max_rows else ""
+    return f"<div class='scroll'>{text}</div>{more}"
+
+
+def img_html(path: Path, title: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return (f"<figure><img alt='{_esc(title)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{_esc(title)}</figcaption></figure>")
+
+
+def env_table(runs) -> pd.DataFrame:
+    keys = list(dict.fromkeys(k for r in runs for k in r.env))
+    rows = []
+    for k in keys:
+        row = {"field": k}
+        for r in runs:
+            v = r.env.get(k)
+            row[r.run_id] = ", ".join(f"{a}: {b}" for a, b in v.items()) if isinstance(v, dict) \
+                else " ".join(map(str, v)) if isinstance(v, list) else ("" if v is None else v)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["field"] + [r.run_id for r in runs])
+
+
+def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.DataFrame | None = None,
+           baseline: str | None = None, title: str = "Benchmark report") -> str:
+    parts = [f"<h1>{_esc(title)}</h1>",
+             f"<p class='meta'>generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} from "
+             f"{', '.join(_esc(r.run_id) + ' (' + _esc(r.machine) + ')' for r in runs)}</p>"]
+    if comparison is not None:
+        regs = comparison[comparison["verdict"] == "regression"]
+        if len(regs):
+            parts += [f"<div class='banner bad'>{len(regs)} regression(s) against the baseline "
+                      f"{_esc(baseline)}</div>", "<h2 id='regressions'>Regressions</h2>",
+                      table_html(regs.drop(columns=["direction"]))]
+        else:
+            parts.append(f"<div class='banner good'>No regression against the baseline "
+                         f"{_esc(baseline)}.</div>")
+    pts = df.drop_duplicates(["run_id", "key"])
+    status = pts.groupby(["suite", "status"]).size().unstack(fill_value=0).reset_index()
+    status.columns.name = None
+    parts += ["<h2 id='summary'>Summary</h2>", f"<p>{len(pts)} points in {len(runs)} run(s).</p>",
+              table_html(status)]
+    parts += ["<h2 id='environment'>Environment</h2>", table_html(env_table(runs))]
+    for run in runs:
+        if run.conformance is not None:
+            parts += [f"<h2 id='conformance-{_esc(run.run_id)}'>Conformance ({_esc(run.run_id)})</h2>",
+                      table_html(run.conformance.reset_index().rename(columns={"index": "property"}))]
+    sections = list(dict.fromkeys(list(tables) + [p.section for p in plots]))
+    for suite in sections:
+        parts.append(f"<h2 id='suite-{_esc(suite)}'>{_esc(suite)}</h2>")
+        parts += [img_html(p.path, p.title) for p in plots if p.section == suite]
+        if suite in tables:
+            parts.append(table_html(display_table(tables[suite])))
+    if comparison is not None:
+        counts = comparison["verdict"].value_counts().rename_axis("verdict").reset_index(name="rows")
+        notable = comparison[comparison["verdict"] != "ok"]
+        steady = comparison[comparison["verdict"] == "ok"]
+        parts += [f"<h2 id='comparison'>Baseline comparison ({_esc(baseline)})</h2>",
+                  "<p class='meta'>ratio = current / baseline; allowed = max(floor, 2 &times; the "
+                  "baseline's relative spread).</p>", table_html(counts),
+                  table_html(notable.drop(columns=["direction"])),
+                  f"<details><summary>{len(steady)} unchanged (within the noise)</summary>"
+                  f"{table_html(steady.drop(columns=['direction']))}</details>"]
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+            f"<style>{CSS}</style></head>\n<body>\n{body}\n<script>{SCRIPT}</script>\n</body></html>\n")
+
+
+def write_html(path, **kwargs) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(**kwargs), encoding="utf-8")
+    return path

@@ -1,0 +1,238 @@
+"""The report side (reports/*, ``python -m harness report``) on synthetic run folders written here
+by hand to the schema in notes/RESULTS_SCHEMA.md (no dependency on the bench code)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main as cli
+from reports import compare, fit, tables
+from reports.load import InputError, load_runs, tidy
+
+NS = [256, 512, 1024, 2048, 4096]
+
+
+def _row(run_id, suite, case, params, metrics, status="ok", reason=None, impl="reference"):
+    key = f"{suite}|{case}|{json.dumps(params, sort_keys=True)}"
+    return {"key": key, "run_id": run_id, "suite": suite, "case": case, "impl": impl, "device": "cpu",
+            "params": params, "status": status, "reason": reason, "metrics": metrics,
+            "telemetry": None, "time_utc": "2025-01-01T00:00:00Z"}
+
+
+def make_run(root: Path, name: str, *, host="hostA", slow=1.0, iqr=0.05, status=None, rf_off=0,
+             extra_rows=(), jitter=None) -> Path:
+    """A run folder with scaling / receptive_field / kv_cache / finetune points.
+
+    ``slow`` multiplies every time (``jitter``: a dict n -> factor on top), ``iqr`` is the relative
+    IQR, ``status`` maps (case, n) -> (status, reason) for scaling points, ``rf_off`` shifts the
+    measured receptive field away from its formula."""
+    run = root / name
+    (run / "conformance").mkdir(parents=True)
+    env = {"harness_version": "0.1.0", "git_commit": "abc123", "time_utc": "2025-01-01T00:00:00Z",
+           "hostname": host, "python": "3.11", "torch": "2.13", "cuda": None, "device_name": "cpu",
+           "driver": None, "cpu": "Synthetic CPU", "cpu_count": 2,
+           "peak_tflops_measured": {"float32": 0.1}, "argv": ["bench"]}
+    (run / "env.json").write_text(json.dumps(env))
+    rows = []
+    for case, power in (("reference.naive", 2.0), ("banded_window", 1.0)):
+        for n in NS:
+            params = {"n": n, "batch": 1, "heads": 4, "head_dim": 64, "dtype": "float32"}
+            if case == "banded_window":
+                params["window"] = 128
+            st, reason = (status or {}).get((case, n), ("ok", None))
+            if case == "reference.naive" and n == 4096:
+                st, reason = "oom", "needs 4 GiB"
+            if st != "ok":
+                rows.append(_row(name, "scaling", case, params, {}, st, reason))
+                continue
+            t = 1e-3 * (n / 256) ** power * slow * (jitter or {}).get(n, 1.0)
+            flops = 4.0 * n * (n if power == 2 else 128) * 64 * 4
+            rows.append(_row(name, "scaling", case, params, {
+                "time_s": t, "time_iqr_s": iqr * t, "time_min_s": 0.9 * t, "repeats": 7,
+                "peak_mem_bytes": 4.0 * n ** power * 16, "flops": flops, "tflops": flops / t / 1e12}))
+    for depth in (1, 2, 4):
+        params = {"depth": depth, "window": 16, "n": 256}
+        formula = depth * 16
+        rows.append(_row(name, "receptive_field", "banded_window", params,
+                         {"receptive_field": formula + rf_off, "formula": formula}))
+    for case, kv in (("mha", 8), ("gqa", 2), ("mqa", 1)):
+        b = 2 * 2 * kv * 1024 * 64 * 4
+        rows.append(_row(name, "kv_cache", case, {"n": 1024, "heads": 8, "kv_heads": kv, "layers": 2},
+                         {"cache_bytes": b, "cache_formula_bytes": b}))
+    for case, acc in (("lstm", 0.71), ("target.sliding_window", 0.84)):
+        rows.append(_row(name, "finetune", case, {"task": "copy", "steps": 200},
+                         {"accuracy": acc, "accuracy_ci95": [acc - 0.03, acc + 0.03],
+                          "tokens_per_s": 5e4 / slow}))
+    rows += list(extra_rows)
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "fits.json").write_text(json.dumps({
+        "scaling|banded_window": {"exponent": 1.0, "ci95": [0.98, 1.02], "n_range": [256, 4096]}}))
+    grad = [{"depth": d, "distance": k, "grad_norm": 2.0 ** -(k / (8 * d)) if k <= 16 * d else 0.0}
+            for d in (1, 2, 4) for k in range(0, 80)]
+    pd.DataFrame(grad).to_csv(run / "receptive_field_grad.csv", index=False)
+    pd.DataFrame({"property": ["attention.scale", "attention.causal"], "reference": ["pass", "pass"],
+                  "my_attn": ["pass", "fail"]}).to_csv(run / "conformance" / "conformance.csv", index=False)
+    return run
+
+
+def write_pytest_benchmark(path: Path, median=0.002) -> Path:
+    data = {"machine_info": {"node": "hostB", "processor": "x86_64", "python_version": "3.11.2",
+                             "cpu": {"brand_raw": "Synthetic CPU", "count": 2}},
+            "commit_info": {"id": "abc123", "dirty": False},
+            "benchmarks": [{"group": None, "name": f"test_sdpa[{n}]", "fullname": f"b.py::test_sdpa[{n}]",
+                            "params": {"n": n}, "param": str(n), "extra_info": {},
+                            "options": {"timer": "perf_counter"},
+                            "stats": {"min": 0.9 * median * n / 256, "max": 1.2 * median * n / 256,
+                                      "mean": median * n / 256, "stddev": 1e-5, "rounds": 20,
+                                      "median": median * n / 256, "iqr": 0.02 * median * n / 256,
+                                      "q1": median, "q3": median, "iterations": 1}}
+                           for n in (256, 512, 1024)],
+            "datetime": "2025-01-01T00:00:00", "version": "5.2.3"}
+    path.write_text(json.dumps(data))
+    return path
+
+
+def report(*args) -> int:
+    return cli(["report", *map(str, args)])
+
+
+def test_load_and_merge_two_runs(tmp_path):
+    resumed = _row("a", "scaling", "banded_window", {"n": 8192, "window": 128}, {}, "error", "boom")
+    redone = _row("a", "scaling", "banded_window", {"n": 8192, "window": 128}, {"time_s": 0.05})
+    a = make_run(tmp_path, "a", host="hostA", extra_rows=[resumed, redone])
+    b = make_run(tmp_path, "b", host="hostB")
+    df = tidy(load_runs([a, b]))
+    assert set(df["run_id"]) == {"a", "b"}
+    assert set(df["machine"]) == {"hostA/cpu", "hostB/cpu"}
+    for col in ("n", "window", "kv_heads", "depth", "status", "reason", "metric", "value"):
+        assert col in df.columns
+    assert str(df["n"].dtype) == "Int64"
+    assert not df.duplicated(["run_id", "key", "metric"]).any()
+    oom = df[(df["status"] == "oom")]
+    assert len(oom) == 2 and oom["metric"].isna().all() and (oom["reason"] == "needs 4 GiB").all()
+    last = df[(df["run_id"] == "a") & (df["n"] == 8192)]
+    assert set(last["status"]) == {"ok"} and last["value"].tolist() == [0.05]  # the rerun wins
+    acc = df[(df["suite"] == "finetune") & (df["metric"] == "accuracy_ci95_lo")]
+    assert len(acc) == 4
+
+
+def test_tables_written_and_round_trip(tmp_path):
+    df = tidy(load_runs([make_run(tmp_path, "a"), make_run(tmp_path, "b", host="hostB")]))
+    out = tmp_path / "out"
+    paths = tables.write_tables(df, out, ["csv", "parquet", "md"])
+    assert {p.name for p in paths} >= {"results.csv", "results.parquet", "summary.md",
+                                       "summary_scaling.parquet", "summary_kv_cache.csv"}
+    assert not list(out.glob("*.pkl")) and not list(out.glob("*.pickle"))
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet"), df)
+    summary = tables.summary_tables(df)["scaling"]
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "summary_scaling.parquet"), summary)
+    back = pd.read_csv(out / "results.csv")
+    assert back.shape == df.shape and list(back.columns) == list(df.columns)
+    assert back["value"].sum() == pytest.approx(df["value"].sum())
+    md = (out / "summary.md").read_text()
+    assert "## scaling" in md and "## kv_cache" in md and "banded_window" in md and "oom" in md
+
+
+def test_plots_created(tmp_path):
+    from reports.plots import make_plots
+    runs = load_runs([make_run(tmp_path, "a", status={("banded_window", 4096): ("nan", "nan output")})])
+    plots = make_plots(tidy(runs), runs, tmp_path / "plots")
+    names = {p.path.name for p in plots}
+    assert {"scaling_scaling.png", "kv_cache_bars.png", "finetune_accuracy.png",
+            "receptive_field_heatmap_a.png"} <= names
+    for p in plots:
+        assert p.path.stat().st_size > 2000, p.path
+
+
+def test_fit_exponent():
+    f = fit.fit_loglog([256, 512, 1024, 2048], [1.0, 4.0, 16.0, 64.0])
+    assert f["exponent"] == pytest.approx(2.0) and f["ci95"][0] == pytest.approx(2.0)
+    assert fit.fit_loglog([256, 256], [1.0, 2.0]) is None
+
+
+def test_identical_run_exit_0(tmp_path, capsys):
+    run, base = make_run(tmp_path, "run"), make_run(tmp_path, "base")
+    assert report(run, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 0
+    table = pd.read_csv(tmp_path / "o" / "comparison.csv")
+    assert (table["verdict"] == "regression").sum() == 0 and (table["verdict"] == "ok").sum() > 10
+    assert "no regression" in capsys.readouterr().out
+
+
+def test_slowed_run_is_a_regression(tmp_path, capsys):
+    run, base = make_run(tmp_path, "run", slow=2.0), make_run(tmp_path, "base")
+    assert report(run, "--baseline", base, "--out", tmp_path / "o", "--no-plots") == 1
+    regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
+    key = 'scaling|banded_window|{"batch": 1, "dtype": "float32", "head_dim": 64, "heads": 4, ' \
+          '"n": 1024, "window": 128}'
+    assert key in set(regs["key"])
+    assert set(regs["metric"]) == {"time_s", "tflops", "tokens_per_s"}
+    assert "banded_window" in (tmp_path / "o" / "regressions.md").read_text()
+    assert "REGRESSIONS" in capsys.readouterr().out
+
+
+def test_noisy_run_within_spread_exit_0(tmp_path):
+    base = make_run(tmp_path, "base", iqr=0.25)  # allowed: 2 x 25 % = 50 %
+    jitter = {256: 1.3, 512: 0.75, 1024: 1.4, 2048: 0.9, 4096: 1.2}
+    run = make_run(tmp_path, "run", iqr=0.3, jitter=jitter)
+    assert report(run, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 0
+    # the same jitter against a quiet baseline (floor 10 %) is a regression
+    quiet = make_run(tmp_path, "quiet", iqr=0.01)
+    assert report(run, "--baseline", quiet, "--out", tmp_path / "q", "--formats", "csv", "--no-plots") == 1
+
+
+def test_status_change_and_formula_mismatch_are_regressions(tmp_path):
+    base = make_run(tmp_path, "base")
+    broken = make_run(tmp_path, "broken", status={("banded_window", 2048): ("error", "RuntimeError: x")})
+    assert report(broken, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 1
+    regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
+    assert regs["metric"].tolist() == ["status"] and "ok -> error" in regs["note"][0]
+    assert '"n": 2048' in regs["key"][0]
+    # the reverse (error in the baseline, ok now) is not a regression
+    assert report(base, "--baseline", broken, "--out", tmp_path / "r", "--formats", "csv", "--no-plots") == 0
+    off = make_run(tmp_path, "off", rf_off=1)
+    table = compare.compare(tidy(load_runs([off])), tidy(load_runs([base])))
+    regs = compare.regressions(table)
+    assert set(regs["metric"]) == {"receptive_field==formula"} and len(regs) == 3
+
+
+@pytest.mark.filterwarnings("ignore:.*no env.json")
+def test_input_errors_exit_2(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert report(empty) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
+    assert report(tmp_path / "nope") == 2
+    run = make_run(tmp_path, "run")
+    assert report(run, "--formats", "csv,pickle") == 2
+    assert "pickle" in capsys.readouterr().err
+    assert report(run, "--baseline", tmp_path / "missing") == 2
+    with pytest.raises(InputError, match="results.jsonl:2"):
+        row = '{"suite": "s", "case": "c"}\n'
+        (empty / "results.jsonl").write_text(row + "{oops\n" + row)
+        load_runs([empty])
+
+
+def test_truncated_last_line_is_skipped(tmp_path):
+    run = make_run(tmp_path, "run")
+    with open(run / "results.jsonl", "a") as fh:
+        fh.write('{"key": "scaling|x|{}", "suite": "scal')
+    with pytest.warns(UserWarning, match="truncated"):
+        df = tidy(load_runs([run]))
+    assert "x" not in set(df["case"])
+
+
+def test_pytest_benchmark_json_accepted(tmp_path):
+    bench = write_pytest_benchmark(tmp_path / "bench.json")
+    df = tidy(load_runs([bench, make_run(tmp_path, "run")]))
+    pb = df[df["suite"] == "pytest-benchmark"]
+    assert set(pb["case"]) == {"test_sdpa[256]", "test_sdpa[512]", "test_sdpa[1024]"}
+    med = pb[(pb["case"] == "test_sdpa[512]") & (pb["metric"] == "time_s")]["value"].item()
+    assert med == pytest.approx(0.004)
+    assert set(pb["machine"]) == {"hostB/Synthetic CPU"} and "time_iqr_s" in set(pb["metric"])
+    assert report(bench, "--baseline", bench, "--out", tmp_path / "o", "--formats", "md") == 0
+    assert (tmp_path / "o" / "plots" / "pytest-benchmark_scaling.png").stat().st_size > 2000
+    slow = write_pytest_benchmark(tmp_path / "slow.json", median=0.006)
+    assert report(slow, "--baseline", bench, "--out", tmp_path / "s", "--formats", "csv", "--no-plots") == 1
