@@ -5,5 +5,25 @@ One component per module; shapes are in each module's docstring.
 """
 from reference.attention import scaled_dot_product_attention
 from reference.sliding_window import sliding_window_attention
+from reference.layernorm import LayerNorm
+from reference.rmsnorm import RMSNorm
+from reference.blocks import residual_block
+from reference.sinusoidal import sinusoidal_position_embedding
+from reference.learned_positions import LearnedPositionEmbedding
+from reference.rope import apply_rotary_embedding
+from reference.alibi import alibi_bias, alibi_slopes
+from reference.t5_bucket import t5_relative_position_bucket
 
-__all__ = ["scaled_dot_product_attention", "sliding_window_attention"]
+__all__ = ["scaled_dot_product_attention", "sliding_window_attention",
+           "LayerNorm", "RMSNorm", "residual_block",
+           "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding",
+           "alibi_slopes", "alibi_bias", "t5_relative_position_bucket"]
+from reference.mlm import mask_tokens
+from reference.distillation import distillation_loss
+from reference.span_corruption import span_corruption
+
+__all__ += ["mask_tokens", "distillation_loss", "span_corruption"]
+from reference.dependency_models import MODEL_CLAIM, build_model
+from reference.bert import bert_embeddings, build_bert, build_inputs, make_nsp_pairs
+
+__all__ += ["MODEL_CLAIM", "build_model", "bert_embeddings", "build_bert", "build_inputs", "make_nsp_pairs"]

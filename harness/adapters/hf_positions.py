@@ -1,0 +1,79 @@
+"""Hugging Face transformers' position encodings under the harness protocol names.
+
+    --impl harness.adapters.hf_positions
+
+- ``apply_rotary_embedding``: Llama's ``LlamaRotaryEmbedding`` (cos/sin from float32
+  angles, cast to x's dtype) + ``apply_rotary_pos_emb`` (rotate-half pairs (i, i + D/2)).
+- ``alibi_slopes`` / ``alibi_bias``: Bloom's ``build_alibi_tensor``, which returns
+  slope_h * j for every key j, one row shared by every query (correct up to the
+  per-row constant softmax ignores); the slopes are its value at j = 1.
+- ``t5_relative_position_bucket``: ``T5Attention._relative_position_bucket``.
+- ``sinusoidal_position_embedding``: DistilBERT's ``create_sinusoidal_embeddings``
+  (interleaved columns, computed in NumPy float64, stored as float32).
+
+Raises ImportError at import when transformers is not installed.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+try:
+    import transformers
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+    from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
+    from transformers.models.llama.configuration_llama import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+    from transformers.models.t5.modeling_t5 import T5Attention
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"harness.adapters.hf_positions needs transformers (pip install transformers): {exc}") from exc
+
+__version__ = transformers.__version__
+
+HARNESS_CONVENTIONS = {"rope_layout": "rotate_half", "sinusoidal_layout": "interleaved"}
+
+#: Llama's rotary embedding computes the angles in float32 whatever x's dtype (cos/sin are then
+#: cast to it), so a float64 input gets float32-accurate angles: float64 is not declared.
+HARNESS_DTYPES = ("float32", "float16", "bfloat16")
+
+
+@lru_cache(maxsize=16)
+def _rotary(dim: int, base: float) -> LlamaRotaryEmbedding:
+    config = LlamaConfig(hidden_size=dim, num_attention_heads=1, head_dim=dim,
+                         rope_parameters={"rope_type": "default", "rope_theta": float(base)})
+    return LlamaRotaryEmbedding(config)
+
+
+def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """x (B, H, L, D), positions (L,) or (B, L): Llama's rotary embedding applied to x as the query."""
+    rotary = _rotary(x.shape[-1], float(base)).to(x.device)
+    position_ids = positions[None] if positions.dim() == 1 else positions  # (1 or B, L)
+    with torch.no_grad():
+        cos, sin = rotary(x, position_ids)  # (1 or B, L, D) in x's dtype
+        q, _ = apply_rotary_pos_emb(x, x, cos, sin)  # unsqueeze_dim=1: heads at dim 1
+    return q
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """(H,): Bloom's bias at key j = 1 is slope_h * 1."""
+    return build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), num_heads, torch.float32)[:, 0, 1]
+
+
+def alibi_bias(num_heads: int, query_len: int, key_len: int) -> torch.Tensor:
+    """(H, Lq, Lk): Bloom's (H, 1, Lk) row slope_h * j, the same for every query."""
+    alibi = build_alibi_tensor(torch.ones(1, key_len, dtype=torch.long), num_heads, torch.float32)
+    return alibi.expand(num_heads, query_len, key_len)
+
+
+def t5_relative_position_bucket(relative_position: torch.Tensor, bidirectional: bool = True,
+                                num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+    return T5Attention._relative_position_bucket(relative_position, bidirectional=bidirectional,
+                                                 num_buckets=num_buckets, max_distance=max_distance)
+
+
+def sinusoidal_position_embedding(num_positions: int, dim: int) -> torch.Tensor:
+    """(num_positions, dim) float32, as DistilBERT fills its position table."""
+    out = torch.empty(num_positions, dim)
+    create_sinusoidal_embeddings(num_positions, dim, out)
+    return out.detach()

@@ -1,0 +1,72 @@
+"""torchtune's rotary position embedding under the harness protocol name.
+
+    --impl harness.adapters.torchtune_positions     (pip install torchtune)
+
+- ``apply_rotary_embedding``: ``torchtune.modules.RotaryPositionalEmbeddings``. It
+  rotates pairs (2i, 2i + 1) (x.reshape(..., D/2, 2)): the interleaved layout, in
+  float32, from a cos/sin cache of ``max_seq_len`` positions indexed with the given
+  positions. The cache must cover every position (torchtune raises otherwise), so the
+  adapter builds one that reaches the largest position asked for.
+
+torchtune has no ALiBi or T5 bucket implementation.
+
+torchtune 0.6's package ``__init__`` imports torchao (and fails against a torchao that
+lacks what it expects); ``modules/position_embeddings.py`` itself needs only torch.
+When the package import fails for that reason the adapter loads that file from the
+installed distribution: the same code, without the unrelated imports. Raises
+ImportError when torchtune is not installed.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+from importlib import metadata
+
+import torch
+
+
+def _load_rope_class():
+    try:
+        from torchtune.modules.position_embeddings import RotaryPositionalEmbeddings
+        return RotaryPositionalEmbeddings, "torchtune.modules.position_embeddings"
+    except ImportError as exc:
+        try:
+            spec = importlib.util.find_spec("torchtune")
+        except (ImportError, ValueError):  # ValueError: sys.modules["torchtune"] is None
+            spec = None
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("harness.adapters.torchtune_positions needs torchtune "
+                              f"(pip install torchtune): {exc}") from exc
+        path = os.path.join(list(spec.submodule_search_locations)[0], "modules", "position_embeddings.py")
+        file_spec = importlib.util.spec_from_file_location("_torchtune_position_embeddings", path)
+        if file_spec is None or file_spec.loader is None or not os.path.exists(path):
+            raise ImportError(f"torchtune is installed but does not import ({exc}) and has no {path}") from exc
+        module = importlib.util.module_from_spec(file_spec)
+        file_spec.loader.exec_module(module)
+        return module.RotaryPositionalEmbeddings, f"{path} (loaded directly: {exc})"
+
+
+RotaryPositionalEmbeddings, SOURCE = _load_rope_class()
+__version__ = metadata.version("torchtune")
+
+HARNESS_CONVENTIONS = {"rope_layout": "interleaved"}
+
+#: RotaryPositionalEmbeddings computes angles and the rotation in float32 whatever x's dtype
+#: (the result is cast to it), so a float64 input gets float32-accurate angles: float64 is not declared.
+HARNESS_DTYPES = ("float32", "float16", "bfloat16")
+
+
+@lru_cache(maxsize=4)
+def _rope(dim: int, base: float, max_seq_len: int) -> RotaryPositionalEmbeddings:
+    return RotaryPositionalEmbeddings(dim, max_seq_len=max_seq_len, base=base)
+
+
+def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """x (B, H, L, D) -> torchtune's [b, s, n_h, h_d]; positions (L,) or (B, L) as input_pos."""
+    need = int(positions.max()) + 1 if positions.numel() else 1
+    size = max(4096, 1 << (need - 1).bit_length())  # the cache reaches the largest position
+    rope = _rope(x.shape[-1], float(base), size).to(x.device)
+    with torch.no_grad():
+        out = rope(x.transpose(1, 2), input_pos=positions)
+    return out.transpose(1, 2)

@@ -1,0 +1,213 @@
+"""Configurations for the position-encoding suites (sinusoidal, learned, RoPE, ALiBi, T5 buckets).
+
+As in ``harness.configs``: the suites draw a configuration (sizes, dtype, base,
+position offsets, seed) and rebuild every tensor from the seed, so a shrunk
+counterexample is a handful of numbers that ``python -m harness repro`` replays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from hypothesis import strategies as st
+
+from harness.configs import _DTYPE, _SEED, Config, register
+
+#: RoPE position limit of the long-context property ("64k")
+LONG_CONTEXT = 65536
+
+
+@register
+@dataclass(frozen=True)
+class RopeConfig(Config):
+    """x (batch, heads, L, D); positions (L,) or (batch, L) when ``per_batch``.
+
+    Positions are ``offset + arange(L)`` when ``spread`` is 0, else ``offset`` plus
+    L integers drawn from [0, spread) (non-contiguous, repeats allowed, unsorted).
+    ``shift`` is the common offset the relative property adds to every position.
+    """
+
+    batch: int
+    heads: int
+    L: int
+    D: int
+    dtype: str
+    base: float
+    offset: int
+    spread: int
+    per_batch: bool
+    shift: int
+    seed: int
+
+    def x(self, device="cpu", salt: int = 0) -> torch.Tensor:
+        g = self.generator(salt)
+        x = torch.randn(self.batch, self.heads, self.L, self.D, generator=g)
+        return x.to(self.torch_dtype).to(device)
+
+    def positions(self, device="cpu", salt: int = 0) -> torch.Tensor:
+        """int64, (L,) or (batch, L)."""
+        g = self.generator(100 + salt)
+        shape = (self.batch, self.L) if self.per_batch else (self.L,)
+        if self.spread == 0:
+            pos = torch.arange(self.L).expand(shape).clone()
+        else:
+            pos = torch.randint(0, self.spread, shape, generator=g)
+        return (pos + self.offset).to(device)
+
+
+@register
+@dataclass(frozen=True)
+class RopeDecayConfig(Config):
+    """RoFormer's long-term decay: head dim D, base, dtype (no random data)."""
+
+    D: int
+    base: float
+    dtype: str
+
+
+@register
+@dataclass(frozen=True)
+class SinusoidalConfig(Config):
+    """sinusoidal_position_embedding(num_positions, dim); ``far`` > num_positions is the
+    length asked for when checking positions never seen at num_positions."""
+
+    num_positions: int
+    dim: int
+    far: int
+
+
+@register
+@dataclass(frozen=True)
+class LearnedConfig(Config):
+    """LearnedPositionEmbedding(max_positions, dim); positions (L,) or (batch, L) in range."""
+
+    max_positions: int
+    dim: int
+    batch: int
+    L: int
+    per_batch: bool
+    seed: int
+
+    def positions(self, device="cpu", salt: int = 0) -> torch.Tensor:
+        g = self.generator(salt)
+        shape = (self.batch, self.L) if self.per_batch else (self.L,)
+        pos = torch.randint(0, self.max_positions, shape, generator=g)
+        pos.view(-1)[-1] = self.max_positions - 1  # the last row is always looked up
+        return pos.to(device)
+
+    def table(self, salt: int = 7) -> torch.Tensor:
+        """A random table (max_positions, dim) in float32, written into the module's weight."""
+        return torch.randn(self.max_positions, self.dim, generator=self.generator(salt))
+
+
+@register
+@dataclass(frozen=True)
+class AlibiConfig(Config):
+    """alibi_bias(heads, Lq, Lk) with Lq <= Lk (queries aligned to the end of the keys)."""
+
+    heads: int
+    Lq: int
+    Lk: int
+
+
+@register
+@dataclass(frozen=True)
+class T5BucketConfig(Config):
+    """Buckets for a (Lq, Lk) grid: queries at positions query_offset + i, keys at j,
+    relative_position = j - (query_offset + i)."""
+
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+    Lq: int
+    Lk: int
+    query_offset: int
+    seed: int
+
+    def relative_positions(self, device="cpu") -> torch.Tensor:
+        q = torch.arange(self.Lq) + self.query_offset
+        return (torch.arange(self.Lk)[None, :] - q[:, None]).to(device)  # (Lq, Lk)
+
+
+#: even head dims from 4: one pair (D = 2) is no RoPE anyone uses, both layouts coincide there,
+#: and x-transformers' RotaryEmbedding divides by D - 2
+_EVEN_DIM = st.one_of(st.integers(2, 8).map(lambda n: 2 * n), st.sampled_from([16, 32, 64, 128]))
+_SIN_DIM = st.one_of(st.integers(1, 8).map(lambda n: 2 * n), st.sampled_from([16, 32, 64, 128]))
+_SEQ = st.one_of(st.integers(1, 24), st.sampled_from([31, 40]))
+#: 10^4 (the paper), 5*10^5 (Llama 3), 10^6, small bases with fast-turning pairs, arbitrary floats
+_BASE = st.one_of(st.sampled_from([10000.0, 500000.0, 1e6, 100.0, 10.0]), st.floats(2.0, 1e6))
+_OFFSET = st.one_of(st.just(0), st.integers(1, 5000), st.integers(10_000, 60_000))
+_SPREAD = st.sampled_from([0, 8, 100, 4096])
+
+
+@st.composite
+def rope_configs(draw, dtypes=_DTYPE, long_context: bool = False) -> RopeConfig:
+    """Ordinary configs: offsets 0 .. 60000, shifts 0 .. 60000 (>= 10^4 often).
+    ``long_context``: every position within the last 8192 below 65536."""
+    L, spread = draw(_SEQ), draw(_SPREAD)
+    if long_context:
+        top = LONG_CONTEXT - max(L, spread)
+        offset = top - draw(st.one_of(st.just(0), st.integers(0, 8192 - max(L, spread))))
+    else:
+        offset = draw(_OFFSET)
+    return RopeConfig(batch=draw(st.integers(1, 3)), heads=draw(st.integers(1, 3)), L=L, D=draw(_EVEN_DIM),
+                      dtype=draw(dtypes), base=draw(_BASE), offset=offset, spread=spread,
+                      per_batch=draw(st.booleans()), shift=draw(_OFFSET), seed=draw(_SEED))
+
+
+#: the bound decays over r < 4096 by >= 4 % per 4x window for every even D >= 32 and these
+#: bases (checked in float64 for D = 32 .. 256); smaller D or bases oscillate
+DECAY_BASES = (1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6)
+
+
+@st.composite
+def rope_decay_configs(draw, dtypes=_DTYPE) -> RopeDecayConfig:
+    D = draw(st.one_of(st.sampled_from([32, 64, 128]), st.integers(16, 64).map(lambda n: 2 * n)))
+    return RopeDecayConfig(D=D, base=draw(st.sampled_from(DECAY_BASES)), dtype=draw(dtypes))
+
+
+@st.composite
+def sinusoidal_configs(draw) -> SinusoidalConfig:
+    N = draw(st.one_of(st.integers(1, 24), st.sampled_from([33, 64])))
+    far = draw(st.sampled_from([1025, 2048]))
+    return SinusoidalConfig(num_positions=N, dim=draw(_SIN_DIM), far=far)
+
+
+@st.composite
+def learned_configs(draw) -> LearnedConfig:
+    return LearnedConfig(max_positions=draw(st.one_of(st.integers(1, 40), st.sampled_from([512, 1024]))),
+                         dim=draw(st.integers(1, 16)), batch=draw(st.integers(1, 3)), L=draw(_SEQ),
+                         per_batch=draw(st.booleans()), seed=draw(_SEED))
+
+
+#: the head counts the ALiBi paper's get_slopes is checked for (non-powers of two interleave)
+ALIBI_HEADS = (1, 2, 4, 5, 6, 8, 12, 16, 20)
+
+
+@st.composite
+def alibi_configs(draw, distinct_lengths: bool = False, min_keys: int = 1, square: bool = False) -> AlibiConfig:
+    Lk = max(draw(st.one_of(st.integers(1, 24), st.sampled_from([40, 64]))), min_keys)
+    if distinct_lengths:
+        Lk = max(Lk, 2)
+        Lq = draw(st.integers(1, Lk - 1))
+    elif square:
+        Lq = Lk
+    else:
+        Lq = draw(st.integers(1, Lk))
+    heads = draw(st.one_of(st.sampled_from(ALIBI_HEADS), st.integers(1, 40)))
+    return AlibiConfig(heads=heads, Lq=Lq, Lk=Lk)
+
+
+#: (num_buckets, max_distance): T5's (32, 128), and sizes where the halves and the
+#: logarithmic range are small enough to see every boundary
+T5_NUM_BUCKETS = (4, 6, 8, 10, 16, 20, 32, 33, 64, 128)
+T5_MAX_DISTANCE = (8, 16, 20, 64, 100, 128, 256, 1000)
+
+
+@st.composite
+def t5_bucket_configs(draw, bidirectional=st.booleans()) -> T5BucketConfig:
+    nb = draw(st.sampled_from(T5_NUM_BUCKETS))
+    md = draw(st.sampled_from([d for d in T5_MAX_DISTANCE if d > nb // 2]))
+    return T5BucketConfig(num_buckets=nb, max_distance=md, bidirectional=draw(bidirectional),
+                          Lq=draw(_SEQ), Lk=draw(_SEQ), query_offset=draw(st.integers(0, 300)),
+                          seed=draw(_SEED))

@@ -1,0 +1,78 @@
+"""Rotary position embedding (RoFormer, Su et al. 2021), computed in float64.
+
+    x (B, H, L, D), D even;  positions (L,) or (B, L), integers
+    theta_i = base^(-2i/D),  i = 0 .. D/2 - 1
+    pair i of every vector at position m is rotated by the angle m * theta_i:
+        (a, b) -> (a cos(m theta_i) - b sin(m theta_i),  a sin(m theta_i) + b cos(m theta_i))
+    output (B, H, L, D), in x's dtype
+
+so <R(m) q, R(n) k> depends only on m - n. Which two dims form pair i is the
+layout, a named convention (``rope_layout``):
+    interleaved  (GPT-J, Meta llama, the RoFormer paper):  (2i, 2i + 1)
+    rotate_half  (GPT-NeoX, Hugging Face Llama):          (i, i + D/2)
+The protocol function below uses the paper's interleaved pairs.
+"""
+from __future__ import annotations
+
+import torch
+
+LAYOUTS = ("interleaved", "rotate_half")
+
+
+def rope_frequencies(dim: int, base: float = 10000.0, dtype=torch.float64) -> torch.Tensor:
+    """theta_i = base^(-2i/dim) for i = 0 .. dim/2 - 1, shape (dim/2,).
+
+    In float64 this is the formula; in float32 it is the recipe every library
+    uses (1 / base^(arange(0, dim, 2) / dim) in float32), the policy's naive yardstick.
+    """
+    if dtype == torch.float64:
+        return float(base) ** (-2.0 * torch.arange(dim // 2, dtype=torch.float64) / dim)
+    return 1.0 / (float(base) ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype)[: dim // 2] / dim))
+
+
+def pair_indices(dim: int, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first, second): the two dims of pair i, each shape (dim/2,)."""
+    i = torch.arange(dim // 2)
+    if layout == "interleaved":
+        return 2 * i, 2 * i + 1
+    if layout == "rotate_half":
+        return i, i + dim // 2
+    raise ValueError(f"unknown rope layout {layout!r}; known: {LAYOUTS}")
+
+
+def rope_angles(positions: torch.Tensor, dim: int, base: float = 10000.0,
+                dtype=torch.float64) -> torch.Tensor:
+    """m * theta_i: (L, D/2) for positions (L,), (B, 1, L, D/2) for positions (B, L)."""
+    theta = rope_frequencies(dim, base, dtype).to(positions.device)
+    angles = positions.to(dtype)[..., None] * theta  # (..., L, D/2)
+    return angles[:, None] if positions.dim() == 2 else angles
+
+
+def rope_math(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0,
+              layout: str = "interleaved", compute_dtype=torch.float64,
+              angle_dtype=None) -> torch.Tensor:
+    """The rotation in ``compute_dtype`` with angles computed in ``angle_dtype``
+    (default: compute_dtype); returns a tensor of compute_dtype.
+
+    Used as the truth (everything float64) and as the tolerance policy's naive
+    yardstick (angles in float32 as every library computes them, cos/sin rounded
+    to the input dtype, the rotation in the input dtype).
+    """
+    D = x.shape[-1]
+    if D % 2:
+        raise ValueError(f"RoPE needs an even head dim, got {D}")
+    angle_dtype = compute_dtype if angle_dtype is None else angle_dtype
+    ang = rope_angles(positions, D, base, angle_dtype)
+    cos, sin = ang.cos().to(compute_dtype), ang.sin().to(compute_dtype)
+    first, second = pair_indices(D, layout)
+    xc = x.to(compute_dtype)
+    a, b = xc[..., first], xc[..., second]  # (B, H, L, D/2) each
+    out = torch.empty_like(xc)
+    out[..., first] = a * cos - b * sin
+    out[..., second] = a * sin + b * cos
+    return out
+
+
+def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """The protocol function: float64 math (interleaved pairs), cast back to x's dtype."""
+    return rope_math(x, positions, base).to(x.dtype)

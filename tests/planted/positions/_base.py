@@ -1,0 +1,166 @@
+"""Correct position encodings, written as a library would (float32 where libraries use
+float32), split into hooks.
+
+Every planted-bug target in this folder subclasses one class here, overrides ONE hook
+with a real-world mistake and exports the protocol name it breaks::
+
+    import pathlib, sys; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from _base import Rope
+
+    class Planted(Rope):
+        def inv_freq(self, dim, base, dtype):
+            return ...                                   # BUG: ...
+
+    apply_rotary_embedding = Planted().apply_rotary_embedding
+
+Unmodified, these pass every position property (tests/test_planted_positions.py checks
+it): Hugging Face-style RoPE (rotate-half pairs, angles in float32, float64 for float64
+input, cos/sin in x's dtype), the paper's ALiBi, HF's T5 buckets, the interleaved
+sinusoidal table and an nn.Parameter position table that raises out of range.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Rope:
+    def angle_dtype(self, x):
+        return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+    def inv_freq(self, dim, base, dtype):
+        return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype) / dim))  # (D/2,)
+
+    def positions(self, positions):
+        return positions
+
+    def angles(self, positions, inv_freq, dtype):
+        return positions.to(dtype)[..., None] * inv_freq  # (..., L, D/2)
+
+    def cos_sin(self, angles, x):
+        emb = torch.cat((angles, angles), dim=-1)  # (..., L, D): pair i at (i, i + D/2)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def rotate(self, x, cos, sin):
+        return x * cos + rotate_half(x) * sin
+
+    def apply_rotary_embedding(self, x, positions, base=10000.0):
+        dtype = self.angle_dtype(x)
+        ang = self.angles(self.positions(positions), self.inv_freq(x.shape[-1], base, dtype).to(x.device), dtype)
+        if ang.dim() == 3:  # positions (B, L): broadcast over heads
+            ang = ang[:, None]
+        cos, sin = self.cos_sin(ang, x)
+        return self.rotate(x, cos, sin)
+
+
+def slopes_power_of_2(n):
+    start = 2 ** (-2 ** -(math.log2(n) - 3))
+    return [start * start ** i for i in range(n)]
+
+
+class Alibi:
+    def get_slopes(self, n):
+        if math.log2(n).is_integer():
+            return slopes_power_of_2(n)
+        closest = 2 ** math.floor(math.log2(n))
+        return slopes_power_of_2(closest) + self.get_slopes(2 * closest)[0::2][: n - closest]
+
+    def distance(self, query_len, key_len):
+        p = torch.arange(query_len)[:, None] + (key_len - query_len)  # queries aligned to the end
+        return (p - torch.arange(key_len)[None, :]).float()  # (Lq, Lk)
+
+    def head_slopes(self, num_heads):
+        return torch.tensor(self.get_slopes(num_heads), dtype=torch.float32)
+
+    def alibi_slopes(self, num_heads):
+        return torch.tensor(self.get_slopes(num_heads), dtype=torch.float32)
+
+    def alibi_bias(self, num_heads, query_len, key_len):
+        return -self.head_slopes(num_heads)[:, None, None] * self.distance(query_len, key_len)[None]
+
+
+class T5Buckets:
+    """Hugging Face's T5Attention._relative_position_bucket, hook by hook."""
+
+    def relative(self, relative_position):
+        return relative_position
+
+    def is_bidirectional(self, bidirectional):
+        return bidirectional
+
+    def max_exact(self, half, num_buckets):
+        return half // 2
+
+    def truncate(self, x):
+        return x.to(torch.long)
+
+    def cap(self, large, half):
+        return torch.min(large, torch.full_like(large, half - 1))
+
+    def finish(self, buckets):
+        return buckets
+
+    def t5_relative_position_bucket(self, relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        relative_position = self.relative(relative_position)
+        buckets = 0
+        half = num_buckets
+        if self.is_bidirectional(bidirectional):
+            half = num_buckets // 2
+            buckets += (relative_position > 0).to(torch.long) * half
+            relative_position = torch.abs(relative_position)
+        else:
+            relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+        max_exact = self.max_exact(half, num_buckets)
+        is_small = relative_position < max_exact
+        large = max_exact + self.truncate(torch.log(relative_position.float() / max_exact)
+                                          / math.log(max_distance / max_exact) * (half - max_exact))
+        large = self.cap(large, half)
+        return self.finish(buckets + torch.where(is_small, relative_position, large))
+
+
+class Sinusoidal:
+    def exponent(self, dim):
+        j = torch.arange(dim, dtype=torch.float64)
+        return 2 * torch.div(j, 2, rounding_mode="floor") / dim  # 2i/d for columns 2i and 2i+1
+
+    def omega(self, dim):
+        return 10000.0 ** -self.exponent(dim)  # (d,), one per column
+
+    def table(self, num_positions, dim):
+        ang = torch.arange(num_positions, dtype=torch.float64)[:, None] * self.omega(dim)[None]
+        pe = torch.empty(num_positions, dim, dtype=torch.float64)
+        pe[:, 0::2], pe[:, 1::2] = ang[:, 0::2].sin(), ang[:, 1::2].cos()
+        return pe.float()
+
+    def sinusoidal_position_embedding(self, num_positions, dim):
+        return self.table(num_positions, dim)
+
+
+class Learned(nn.Module):
+    def __init__(self, max_positions, dim):
+        super().__init__()
+        self.max_positions = max_positions
+        self.weight = nn.Parameter(torch.randn(max_positions, dim) * 0.02)
+
+    def index(self, positions):
+        if bool(((positions < 0) | (positions >= self.max_positions)).any()):
+            raise IndexError(f"positions must lie in [0, {self.max_positions})")
+        return positions
+
+    def forward(self, positions):
+        return self.weight[self.index(positions)]
+
+
+apply_rotary_embedding = Rope().apply_rotary_embedding
+alibi_slopes = Alibi().alibi_slopes
+alibi_bias = Alibi().alibi_bias
+t5_relative_position_bucket = T5Buckets().t5_relative_position_bucket
+sinusoidal_position_embedding = Sinusoidal().sinusoidal_position_embedding
+LearnedPositionEmbedding = Learned

@@ -1,0 +1,220 @@
+"""The position-encoding suites catch real bugs: each planted-bug target fails exactly the
+property meant to catch it, with the property's name and a repro line.
+
+Every target in ``tests/planted/positions/`` has one bug (its docstring says which, and which
+public bug it mimics) on top of the correct ``_base.py``. Each case runs ONE suite test
+in-process (``-k``) under the derandomized ``ci`` profile, so the outcome is the same on every
+run. Controls: ``reference``, the Hugging Face adapter and the planted base pass every position
+property with their conventions named; the x-transformers and torchtune adapters too when
+installed (skipped otherwise), and report "does not load" when their library is absent.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+# Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
+# first imported inside a run (pandas for the conformance table, the suites) is re-imported
+# by every run; these are then shared by all of them.
+import reports.conformance  # noqa: E402,F401
+import suites.test_alibi  # noqa: E402,F401
+import suites.test_learned_positions  # noqa: E402,F401
+import suites.test_rope  # noqa: E402,F401
+import suites.test_sinusoidal  # noqa: E402,F401
+import suites.test_t5_bucket  # noqa: E402,F401
+
+try:
+    import tabulate  # noqa: F401  (pandas' to_markdown)
+except ImportError:  # pragma: no cover
+    pass
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ROOT / "suites"
+PLANTED = ROOT / "tests" / "planted" / "positions"
+POSITION_SUITES = ["test_rope.py", "test_sinusoidal.py", "test_learned_positions.py", "test_alibi.py",
+                   "test_t5_bucket.py"]
+
+#: (planted target, suite file, the one suite test that must fail for it)
+BUGS = [
+    ("rope_layout_mixup.py", "test_rope.py", "test_norm"),
+    ("rope_angles_bf16.py", "test_rope.py", "test_long_context"),
+    ("rope_positions_fp16.py", "test_rope.py", "test_long_context"),
+    ("rope_angles_float32_for_float64.py", "test_rope.py", "test_long_context"),
+    ("rope_exponent_i_over_d.py", "test_rope.py", "test_frequencies"),
+    ("rope_base_ignored.py", "test_rope.py", "test_frequencies"),
+    ("rope_positions_clamped.py", "test_rope.py", "test_relative"),
+    ("rope_batch_positions_first_row.py", "test_rope.py", "test_agreement"),
+    ("rope_int_division_exponent.py", "test_rope.py", "test_long_term_decay"),
+    ("sin_cos_swapped.py", "test_sinusoidal.py", "test_origin"),
+    ("sinusoidal_exponent_per_column.py", "test_sinusoidal.py", "test_relative_inner_product"),
+    ("sinusoidal_omega_i_over_d.py", "test_sinusoidal.py", "test_frequencies"),
+    ("sinusoidal_exponent_sign_flipped.py", "test_sinusoidal.py", "test_closeness"),
+    ("sinusoidal_cached_1024_wraps.py", "test_sinusoidal.py", "test_extrapolation"),
+    ("learned_clamp.py", "test_learned_positions.py", "test_out_of_range"),
+    ("learned_wrap.py", "test_learned_positions.py", "test_out_of_range"),
+    ("learned_offset_2.py", "test_learned_positions.py", "test_lookup"),
+    ("alibi_pow2_no_interleave.py", "test_alibi.py", "test_slopes"),
+    ("alibi_sign_flipped.py", "test_alibi.py", "test_linear_bias"),
+    ("alibi_top_left.py", "test_alibi.py", "test_end_alignment"),
+    ("alibi_heads_reversed.py", "test_alibi.py", "test_head_slopes"),
+    ("t5_no_clamp.py", "test_t5_bucket.py", "test_clamp"),
+    ("t5_causal_inverted.py", "test_t5_bucket.py", "test_causal_future"),
+    ("t5_sign_flipped.py", "test_t5_bucket.py", "test_bidirectional_halves"),
+    ("t5_round_not_floor.py", "test_t5_bucket.py", "test_mesh_tf"),
+    ("t5_max_exact_full.py", "test_t5_bucket.py", "test_exact_then_log"),
+    ("t5_float_buckets.py", "test_t5_bucket.py", "test_range"),
+    ("t5_grid_from_shape.py", "test_t5_bucket.py", "test_relative_only"),
+]
+
+#: what the failure must say besides the property name, where the bug calls for it
+MESSAGES = {
+    "rope_layout_mixup.py": ["the norm of each rotated vector"],
+    "rope_angles_float32_for_float64.py": ["input's opmath (float64)"],
+    "rope_exponent_i_over_d.py": ["pair angles at position 1"],
+    "rope_positions_clamped.py": ["must depend only on the distance"],
+    "rope_int_division_exponent.py": ["does not decay"],
+    "sin_cos_swapped.py": ["sinusoidal_layout: the behaviour matches no known convention"],
+    "sinusoidal_exponent_per_column.py": ["not a function of m - n"],
+    "learned_clamp.py": ["clamped", "positions outside the table must raise"],
+    "learned_wrap.py": ["wrapped around", "positions outside the table must raise"],
+    "alibi_pow2_no_interleave.py": ["slopes for H="],
+    "alibi_sign_flipped.py": ["penalises distance"],
+    "alibi_top_left.py": ["aligned to the end of the keys"],
+    "t5_causal_inverted.py": ["is the bidirectional flag inverted?"],
+    "t5_sign_flipped.py": ["query - key"],
+    "t5_float_buckets.py": ["implementation error", "buckets are integers"],
+    "t5_grid_from_shape.py": ["must depend only on key - query"],
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small tensors: torch's intra-op threads only cost time on a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _suite_source(name: str) -> str:
+    return (SUITES / name).read_text()
+
+
+def property_of(suite: str, test: str) -> str:
+    family = re.search(r'^FAMILY = "([^"]+)"', _suite_source(suite), re.M).group(1)
+    return f"{family}.{test.removeprefix('test_')}"
+
+
+def run_suite(pytester, suite_files, impls, k=None, *extra):
+    args = [str(SUITES / f) for f in suite_files]
+    for impl in impls:
+        args += ["--impl", str(impl)]
+    if k:
+        args += ["-k", k]
+    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci", *extra)
+
+
+def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
+    data = json.loads((result_dir / "conformance.json").read_text())
+    return {(r["property"], r["target"]): r["result"] for r in data["results"]}
+
+
+def n_tests(suites) -> int:
+    return sum(len(re.findall(r"^def test_\w+\(", _suite_source(f), re.M)) for f in suites)
+
+
+def test_table_is_consistent():
+    """Every planted file is in the table and vice versa; every position property has a bug it catches."""
+    files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
+    listed = {b for b, _, _ in BUGS}
+    assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
+    assert len(BUGS) >= 14
+    for bug, suite, test in BUGS:
+        assert re.search(rf"^def {test}\(", _suite_source(suite), re.M), f"{suite} has no {test}"
+        doc = (PLANTED / bug).read_text()
+        assert doc.startswith('"""Planted bug'), f"{bug}: module docstring must describe the bug"
+        assert "Real pattern" in doc and f"Caught by: {property_of(suite, test)}" in doc, bug
+    properties = {property_of(f, m.group(1)) for f in POSITION_SUITES
+                  for m in re.finditer(r"^def (test_\w+)\(", _suite_source(f), re.M)}
+    assert properties == {property_of(s, t) for _, s, t in BUGS}
+
+
+@pytest.mark.parametrize("bug,suite,test", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
+def test_planted_bug_is_caught(pytester, bug, suite, test):
+    result = run_suite(pytester, [suite], [PLANTED / bug], test)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    prop = property_of(suite, test)
+    assert f"[{prop}]" in out, f"the failure does not name the property [{prop}]:\n{out[-3000:]}"
+    assert "repro:" in out and bug in out.split("repro:", 1)[1].splitlines()[0], "no repro line naming the target"
+    for fragment in MESSAGES.get(bug, []):
+        assert fragment in out, f"{bug}: expected {fragment!r} in the failure:\n{out[-3000:]}"
+
+
+def _all_pass(cells, target, skipped=()):
+    for (prop, t), cell in cells.items():
+        if t == target and not prop.startswith(skipped):
+            assert cell == "pass" or cell.startswith("convention:"), (prop, t, cell)
+
+
+def test_correct_targets_pass_everything(pytester, tmp_path):
+    """reference, the Hugging Face adapter (Llama RoPE, Bloom ALiBi, T5 buckets, DistilBERT
+    sinusoids) and the planted base pass every position property, conventions named; HF has
+    no learned table and skips those two by name."""
+    report = tmp_path / "report"
+    hf = "harness.adapters.hf_positions"
+    impls = ["reference", hf, PLANTED / "_base.py"]
+    result = run_suite(pytester, POSITION_SUITES, impls, None, "--conformance-report", str(report))
+    n_all, n_learned = n_tests(POSITION_SUITES), n_tests(["test_learned_positions.py"])
+    result.assert_outcomes(passed=3 * n_all - n_learned, skipped=n_learned)
+    cells = conformance(report)
+    for target in ("reference", hf, str(PLANTED / "_base.py")):
+        _all_pass(cells, target, skipped=("learned_positions.",) if target == hf else ())
+    assert cells[("rope.frequencies", hf)] == "convention:rotate_half"
+    assert cells[("rope.frequencies", str(PLANTED / "_base.py"))] == "convention:rotate_half"
+    assert cells[("rope.frequencies", "reference")] == "convention:interleaved"
+    assert cells[("sinusoidal.origin", hf)] == cells[("sinusoidal.origin", "reference")] == "convention:interleaved"
+    assert cells[("learned_positions.lookup", hf)].startswith("skipped")
+
+
+def test_xtransformers_adapter_passes(pytester, tmp_path):
+    """x-transformers (RoPE interleaved, concatenated sinusoids, ALiBi, T5 buckets, learned table)."""
+    pytest.importorskip("harness.adapters.xtransformers_positions", exc_type=ImportError)
+    report, target = tmp_path / "report", "harness.adapters.xtransformers_positions"
+    result = run_suite(pytester, POSITION_SUITES, [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=n_tests(POSITION_SUITES))
+    cells = conformance(report)
+    _all_pass(cells, target)
+    assert cells[("rope.frequencies", target)] == "convention:interleaved"
+    assert cells[("sinusoidal.origin", target)] == "convention:concatenated"
+
+
+def test_torchtune_adapter_passes(pytester, tmp_path):
+    """torchtune's RotaryPositionalEmbeddings (interleaved); torchtune has no other position names."""
+    pytest.importorskip("harness.adapters.torchtune_positions", exc_type=ImportError)
+    report, target = tmp_path / "report", "harness.adapters.torchtune_positions"
+    result = run_suite(pytester, ["test_rope.py"], [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=n_tests(["test_rope.py"]))
+    assert conformance(report)[("rope.frequencies", target)] == "convention:interleaved"
+
+
+@pytest.mark.parametrize("adapter,library", [("xtransformers_positions", "x_transformers"),
+                                             ("torchtune_positions", "torchtune")])
+def test_adapter_without_its_library_does_not_load(pytester, monkeypatch, adapter, library):
+    """With the library absent the adapter raises a clean ImportError at import, and the suites
+    report the target as not loading (a failure naming the missing package, not a crash)."""
+    module = f"harness.adapters.{adapter}"
+    monkeypatch.setitem(sys.modules, library, None)  # import of it now raises ImportError
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ImportError, match=f"needs {library.replace('_', '-')}|needs {library}"):
+        __import__(module)
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    result = run_suite(pytester, ["test_rope.py"], [module], "test_norm")
+    result.assert_outcomes(errors=1)  # the plug-in fails the test at setup: the target is broken
+    out = result.stdout.str()
+    assert "DOES NOT LOAD" in out and "could not be loaded" in out and "pip install" in out, out[-2000:]
