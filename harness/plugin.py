@@ -45,6 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the conformance table (CSV, Markdown, JSON) into DIR")
     group.addoption("--device", default="cpu", metavar="DEVICE",
                     help="device for the suites' tensors: cpu, cuda, or auto (default cpu)")
+    group.addoption("--torch-threads", type=int, default=None, metavar="N",
+                    help="torch CPU threads (default 1 for conformance runs: the suites' tensors are "
+                         "tiny and thread hand-off dominates; benchmark runs keep torch's default)")
 
 
 def target_specs(config: pytest.Config) -> list[str]:
@@ -60,10 +63,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("ci" if os.environ.get("CI") else "dev")
     guard.set_timeout(config.getoption("impl_timeout"))
+    _set_threads(config)
     conventions = parse_cli(config.getoption("convention"))
     device = resolve_device(config)
     config.stash[_TARGETS_KEY] = [load_target(s, conventions, device) for s in target_specs(config)]
     config.stash[_RESULTS_KEY] = []
+
+
+def _set_threads(config: pytest.Config) -> None:
+    import torch
+    threads = config.getoption("torch_threads")
+    benchmarking = config.getoption("benchmark_enable", False) or config.getoption("benchmark_only", False)
+    if threads is None and not benchmarking:
+        threads = 1
+    if threads:
+        torch.set_num_threads(threads)
 
 
 def targets(config: pytest.Config):
