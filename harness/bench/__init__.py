@@ -1,0 +1,64 @@
+"""``harness bench``: benchmarks of a target on a pluggable set of reference models.
+
+Suites (one module each, ``points(ctx) -> list[Point]`` and ``summary(ctx, rows) -> list[Check]``):
+  scaling          time / memory / FLOP/s vs sequence length, log-log exponent fits
+  receptive_field  which inputs reach the last token through L sliding-window layers
+  kv_cache         KV-cache bytes of MHA / GQA / MQA / rolling-window decoders
+  timer_selfcheck  the harness timer against torch.utils.benchmark / triton do_bench
+
+The run folder's layout is notes/RESULTS_SCHEMA.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SUITES = ("scaling", "receptive_field", "kv_cache", "timer_selfcheck")
+DEFAULT_SUITES = ("scaling", "receptive_field", "kv_cache")
+
+
+@dataclass
+class Check:
+    """One acceptance check a suite reports at the end (printed; ``--strict`` fails on it)."""
+    name: str
+    passed: bool | None   # None: could not be evaluated (missing points)
+    detail: str
+
+    def line(self) -> str:
+        mark = {True: "PASS", False: "FAIL", None: "n/a "}[self.passed]
+        return f"  [{mark}] {self.name}: {self.detail}"
+
+
+@dataclass
+class Context:
+    """What every suite needs: the target, where to run, the sizes, the store."""
+    target: Any                 # harness.loader.Target
+    impl: str
+    device: str
+    profile: Any                # harness.bench.profiles.Profile
+    store: Any                  # harness.bench.store.ResultStore
+    peak_tflops: dict = field(default_factory=dict)
+    cases: tuple[str, ...] | None = None   # only these cases (None: all)
+    state: dict = field(default_factory=dict)
+
+    def wants(self, case: str) -> bool:
+        return self.cases is None or case in self.cases
+
+    def component(self, name: str):
+        """The target's protocol name ``name``, or None when it lacks it (or fails to load)."""
+        from harness.loader import BrokenTarget, Missing
+        try:
+            return self.target.lookup(name)
+        except (Missing, BrokenTarget):
+            return None
+
+    def require(self, name: str):
+        """The target's ``name``; raises ``Skip`` when it lacks it, ``RuntimeError`` when it is broken."""
+        from harness.bench.runner import Skip
+        from harness.loader import BrokenTarget, Missing
+        try:
+            return self.target.lookup(name)
+        except Missing as exc:
+            raise Skip(str(exc)) from None
+        except BrokenTarget as exc:  # one line: the row's reason keeps the first line only
+            raise RuntimeError(" ".join(str(exc).split())) from None

@@ -1,0 +1,202 @@
+"""KV cache: bytes held by MHA / GQA / MQA and rolling-window decoders, and decode speed.
+
+A small Hugging Face Llama (``registry "hf_llama"``, random weights, no hub) with H
+query heads and num_key_value_heads = H (mha), H/2 and H/4 (gqa), 1 (mqa) runs a
+prompt of P tokens and then N greedy decode steps on a ``DynamicCache``; attention
+runs on the target's SDPA through ``AttentionInterface`` when the target has one
+(else torch's SDPA). Measured:
+
+  cache_bytes          sum over layers of keys.nbytes + values.nbytes after the run
+  cache_formula_bytes  2 * layers * kv_heads * head_dim * seq * batch * bytes_per_element,
+                       seq = P + N (every token fed to the model is cached)
+  match                cache_bytes == cache_formula_bytes, exactly
+  cache_ratio_vs_mha   cache_bytes / mha's cache_bytes, and head_ratio = kv_heads / H
+                       (ratio_match: equal, compared exactly in integers)
+  tokens_per_s         batch * N / total decode time; time_s = median per decode step
+  peak_mem_bytes       the device's peak during prefill + decode (harness.bench.memory)
+
+rolling_window: a Mistral config with sliding_window = w; transformers 5.x gives
+``DynamicCache(config=...)`` one DynamicSlidingWindowLayer per layer, which keeps
+the last w - 1 tokens (the w-th key is the token being decoded), so the formula uses
+seq = min(P + N, w - 1) and ``cache_bytes_max`` (the maximum over all steps) shows
+the cap holds throughout. ``cache_storage_bytes`` counts the distinct storages
+behind the cached tensors (a sliding layer's cache is a view into the last
+concatenation, so it can hold one token more than its nbytes).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import statistics
+import time
+
+import torch
+
+from harness.bench import Check, Context
+from harness.bench.memory import peak_memory
+from harness.bench.runner import Point, Skip, check_finite
+from harness.bench.timer import synchronize
+from reference import registry
+
+SUITE = "kv_cache"
+
+
+def kv_variants(heads: int) -> list[tuple[str, int]]:
+    """(case, kv_heads): mha H, gqa H/2 and H/4, mqa 1 (duplicates dropped)."""
+    out, seen = [], set()
+    for case, kv in (("mha", heads), ("gqa", heads // 2), ("gqa", heads // 4), ("mqa", 1)):
+        if kv >= 1 and heads % kv == 0 and kv not in seen:
+            seen.add(kv)
+            out.append(("mqa" if kv == 1 else "mha" if kv == heads else case, kv))
+    return out
+
+
+def cache_formula(layers: int, kv_heads: int, head_dim: int, seq: int, batch: int, itemsize: int) -> int:
+    return 2 * layers * kv_heads * head_dim * seq * batch * itemsize
+
+
+def cache_bytes(cache) -> tuple[int, int, int]:
+    """(sum of nbytes, bytes of distinct storages, cached sequence length of layer 0)."""
+    total, storages, seq = 0, {}, 0
+    for i, layer in enumerate(cache.layers):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor) and t.numel():
+                total += t.nbytes
+                s = t.untyped_storage()
+                storages[s.data_ptr()] = s.nbytes()
+        if i == 0 and isinstance(getattr(layer, "keys", None), torch.Tensor):
+            seq = layer.keys.shape[-2]
+    return total, sum(storages.values()), seq
+
+
+def _model(ctx: Context, case: str, p: dict):
+    from harness.adapters.hf_attention_interface import hf_available
+    why = hf_available()
+    if why:
+        raise Skip(why)
+    sdpa = ctx.component("scaled_dot_product_attention")
+    config = dict(vocab_size=p["vocab"], hidden_size=p["heads"] * p["head_dim"],
+                  intermediate_size=p["intermediate"], num_hidden_layers=p["layers"],
+                  num_attention_heads=p["heads"], head_dim=p["head_dim"],
+                  max_position_embeddings=max(4096, p["prompt"] + p["new_tokens"]))
+    common = dict(sdpa=sdpa, num_key_value_heads=p["kv_heads"], config=config,
+                  device=ctx.device, dtype=getattr(torch, p["dtype"]))
+    if case == "rolling_window":
+        return registry.create("hf_mistral", window=p["window"], **common)
+    return registry.create("hf_llama", **common)
+
+
+def generate(model, p: dict, device) -> dict:
+    """Prefill + N greedy steps on a DynamicCache; returns measurements."""
+    from transformers import DynamicCache
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    ids = torch.randint(0, p["vocab"], (p["batch"], p["prompt"]), generator=gen).to(device)
+    cache = DynamicCache(config=model.config)
+    # transformers 5.x renamed forward's ``past_key_values`` to ``cache``
+    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    steps, max_bytes = [], 0
+    with torch.inference_mode():
+        out = model(input_ids=ids, use_cache=True, **{kw: cache})
+        check_finite(out.logits, "prefill logits")
+        tok = out.logits[:, -1].argmax(-1, keepdim=True)
+        tokens = [tok]
+        for i in range(p["new_tokens"]):
+            synchronize(device)
+            t0 = time.perf_counter()
+            out = model(input_ids=tok, use_cache=True, **{kw: cache})
+            tok = out.logits[:, -1].argmax(-1, keepdim=True)
+            tokens.append(tok)
+            synchronize(device)
+            steps.append(time.perf_counter() - t0)
+            if i in (0, p["new_tokens"] - 1):
+                check_finite(out.logits, f"decode step {i} logits")
+            max_bytes = max(max_bytes, cache_bytes(cache)[0])
+    nbytes, storage, seq = cache_bytes(cache)
+    return {"cache": cache, "steps": steps, "cache_bytes": nbytes, "cache_storage_bytes": storage,
+            "cached_seq": seq, "cache_bytes_max": max(max_bytes, nbytes),
+            "tokens": torch.cat(tokens, dim=1).cpu()}
+
+
+def _mha_bytes(ctx: Context, p: dict) -> int | None:
+    if "mha_bytes" in ctx.state:
+        return ctx.state["mha_bytes"]
+    for row in ctx.store.done.values():  # resumed run: mha measured before
+        if row["suite"] == SUITE and row["case"] == "mha" and \
+                {k: v for k, v in row["params"].items() if k != "kv_heads"} == \
+                {k: v for k, v in p.items() if k != "kv_heads"}:
+            return row["metrics"]["cache_bytes"]
+    return None
+
+
+def measure(ctx: Context, case: str, p: dict) -> dict:
+    model = _model(ctx, case, p)
+    res, peak, method = peak_memory(lambda: generate(model, p, ctx.device), ctx.device)
+    itemsize = torch.empty(0, dtype=getattr(torch, p["dtype"])).element_size()
+    total = p["prompt"] + p["new_tokens"]
+    seq = min(total, p["window"] - 1) if case == "rolling_window" else total
+    formula = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], seq, p["batch"], itemsize)
+    steps = res["steps"]
+    q1, _, q3 = statistics.quantiles(steps, n=4, method="inclusive") if len(steps) > 1 else (steps[0],) * 3
+    m = {"cache_bytes": res["cache_bytes"], "cache_formula_bytes": formula,
+         "match": res["cache_bytes"] == formula, "cached_seq": res["cached_seq"],
+         "cache_seq_formula": seq, "cache_storage_bytes": res["cache_storage_bytes"],
+         "cache_bytes_max": res["cache_bytes_max"],
+         "time_s": statistics.median(steps), "time_iqr_s": q3 - q1, "time_min_s": min(steps),
+         "repeats": len(steps), "tokens_per_s": p["batch"] * len(steps) / sum(steps),
+         "peak_mem_bytes": peak, "peak_mem_method": method,
+         "model_bytes": sum(t.nbytes for t in model.parameters()),
+         "attn_implementation": model.config._attn_implementation}
+    if case == "rolling_window":
+        m["full_cache_formula_bytes"] = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], total,
+                                                      p["batch"], itemsize)
+        m["capped"] = res["cache_bytes_max"] <= formula
+    else:
+        if case == "mha":
+            ctx.state["mha_bytes"] = res["cache_bytes"]
+        mha = _mha_bytes(ctx, p)
+        m["head_ratio"] = p["kv_heads"] / p["heads"]
+        if mha:
+            m["cache_ratio_vs_mha"] = res["cache_bytes"] / mha
+            m["ratio_match"] = res["cache_bytes"] * p["heads"] == mha * p["kv_heads"]
+    return m
+
+
+def points(ctx: Context) -> list[Point]:
+    prof = ctx.profile.kv_cache
+    base = {"heads": prof.heads, "head_dim": prof.head_dim, "layers": prof.layers, "batch": prof.batch,
+            "prompt": prof.prompt, "new_tokens": prof.new_tokens, "dtype": prof.dtype,
+            "intermediate": prof.intermediate, "vocab": prof.vocab}
+    out = []
+    for case, kv in kv_variants(prof.heads) + [("rolling_window", prof.heads)]:
+        if not ctx.wants(case):
+            continue
+        p = {**base, "kv_heads": kv}
+        if case == "rolling_window":
+            p["window"] = prof.window
+        out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p)))
+    return out
+
+
+def summary(ctx: Context, rows: list[dict]) -> list[Check]:
+    rs = [r for r in rows if r["suite"] == SUITE]
+    ok = [r for r in rs if r["status"] == "ok"]
+    if not ok:
+        reason = f"{rs[0]['status']}: {rs[0]['reason']}" if rs else "not run"
+        return [Check("kv cache bytes == formula", None, reason)]
+    bad = [r for r in ok if not r["metrics"]["match"]]
+    checks = [Check("kv cache bytes == formula", not bad and len(ok) == len(rs),
+                    "; ".join(f"{r['case']} kv={r['params']['kv_heads']}: {r['metrics']['cache_bytes']} B"
+                              + ("" if r["metrics"]["match"] else f" != {r['metrics']['cache_formula_bytes']}")
+                              for r in ok))]
+    ratio = [r for r in ok if "ratio_match" in r["metrics"]]
+    if ratio:
+        checks.append(Check("kv cache ratios == head ratios", all(r["metrics"]["ratio_match"] for r in ratio),
+                            ", ".join(f"kv={r['params']['kv_heads']}: {r['metrics']['cache_ratio_vs_mha']:.4g}"
+                                      f" vs {r['metrics']['head_ratio']:.4g}" for r in ratio)))
+    roll = [r for r in ok if r["case"] == "rolling_window"]
+    for r in roll:
+        m = r["metrics"]
+        checks.append(Check("rolling cache capped at the window", bool(m["capped"]),
+                            f"max {m['cache_bytes_max']} B over the run, formula min(P+N, w-1) tokens = "
+                            f"{m['cache_formula_bytes']} B, full cache would be {m['full_cache_formula_bytes']} B"))
+    return checks

@@ -1,0 +1,115 @@
+"""Peak memory of one call, in bytes above what was allocated before it.
+
+CUDA: ``torch.cuda.reset_peak_memory_stats`` -> call -> ``max_memory_allocated()``
+minus ``memory_allocated()`` before (the caching allocator's exact count; inputs
+that already exist are not counted). Method "cuda_max_allocated".
+
+CPU: tracemalloc does not see torch's allocator, so we use the kernel's peak
+resident set size: writing "5" to /proc/self/clear_refs resets VmHWM to the current
+RSS, then VmHWM after the call minus VmRSS before is the call's peak growth. glibc
+serves allocations >= 32 MiB (the score matrices that make attention O(n^2)) with
+mmap and returns them on free, so they show up exactly; small allocations come from
+the heap and may reuse memory freed earlier, so small peaks read low. Method
+"rss_hwm_delta"; None where /proc is unavailable (not Linux).
+
+CPU allocator (``keep_freed_memory``): by default glibc returns every freed block of
+>= 32 MiB to the kernel, so each call of an O(n^2) kernel page-faults its score
+matrices in again and the timing measures the kernel's page faults as much as its
+arithmetic (70 % of the naive attention's time at n = 4096 on a 2-core VM). For
+timing, ``harness bench`` therefore sets glibc's M_MMAP_MAX = 0 and M_TRIM_THRESHOLD =
+max, so freed memory stays in the heap and is reused -- the CPU analogue of torch's
+CUDA caching allocator. The one memory-measurement call per point
+is preceded by ``malloc_trim(0)``, which hands the free heap pages back to the kernel, so
+the call's allocations fault pages in again and VmHWM sees its peak. env.json records the mode.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from harness.bench.timer import synchronize
+
+_STATUS = Path("/proc/self/status")
+_CLEAR = Path("/proc/self/clear_refs")
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
+_libc = None
+_keeping = False
+
+
+def _mallopt(param: int, value: int) -> bool:
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(_libc.mallopt(ctypes.c_int(param), ctypes.c_int(value)))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
+def keep_freed_memory(enable: bool = True) -> str:
+    """Make glibc keep freed memory for reuse (see the module doc); returns the mode."""
+    global _keeping
+    if enable and _mallopt(_M_MMAP_MAX, 0) and _mallopt(_M_TRIM_THRESHOLD, 2**31 - 1):
+        _keeping = True
+        return "glibc: M_MMAP_MAX=0, M_TRIM_THRESHOLD=max (freed memory reused)"
+    if not enable and _keeping:
+        _mallopt(_M_MMAP_MAX, 65536)
+        _mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
+        _keeping = False
+    return "default"
+
+
+@contextlib.contextmanager
+def _fresh_mappings():
+    """While measuring: free heap pages go back to the kernel (malloc_trim), so the
+    call's allocations fault pages in again and VmHWM sees its whole peak."""
+    if _keeping:
+        try:
+            _libc.malloc_trim(ctypes.c_size_t(0))
+        except AttributeError:
+            pass
+    yield
+
+
+def _rss_fields() -> dict[str, int]:
+    out = {}
+    for line in _STATUS.read_text().splitlines():
+        if line.startswith(("VmHWM:", "VmRSS:")):
+            key, value = line.split(":", 1)
+            out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def cpu_hwm_supported() -> bool:
+    try:
+        _CLEAR.write_text("5")
+        return "VmHWM" in _rss_fields()
+    except OSError:
+        return False
+
+
+def peak_memory(fn: Callable[[], object], device="cpu") -> tuple[object, int | None, str]:
+    """Run ``fn()`` once; return (its result, peak bytes above the start or None, method)."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        base = torch.cuda.memory_allocated(dev)
+        out = fn()
+        synchronize(dev)
+        return out, torch.cuda.max_memory_allocated(dev) - base, "cuda_max_allocated"
+    if not cpu_hwm_supported():
+        return fn(), None, "unavailable"
+    with _fresh_mappings():
+        _CLEAR.write_text("5")  # VmHWM := VmRSS
+        before = _rss_fields()["VmRSS"]
+        out = fn()
+        after = _rss_fields()["VmHWM"]
+    return out, max(0, after - before), "rss_hwm_delta"

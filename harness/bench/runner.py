@@ -1,0 +1,165 @@
+"""Run benchmark points one by one; a failing point is recorded, never fatal.
+
+A suite builds a list of ``Point``s (suite, case, params, ``measure``). For each:
+- a point whose key is already "ok" in the store is skipped (``--resume``);
+- ``measure()`` returns the metrics dict (or raises ``Skip`` -> status "skipped");
+- out of memory (``torch.OutOfMemoryError``, a RuntimeError saying "out of memory",
+  ``MemoryError``) -> status "oom"; any other exception -> "error"; a non-finite
+  output (``NonFinite``, raised by the measure via ``check_finite``) -> "nan";
+  the reason says what happened and where, and the sweep goes on;
+- NVML telemetry is sampled around the point on a GPU (``harness.bench.telemetry``);
+- the row is appended and flushed before the next point starts.
+Progress is a tqdm bar whose postfix names the point being measured.
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from harness.bench.store import ResultStore, make_key, make_row
+from harness.bench.telemetry import Telemetry
+
+
+_ACTIVE: dict = {}  # the progress bar and the point being measured, for ``note``
+
+
+def note(text: str) -> None:
+    """Show what a long point is doing now in the progress bar's postfix (no-op without one)."""
+    bar = _ACTIVE.get("bar")
+    if bar is not None:
+        bar.set_postfix_str(f"{_ACTIVE.get('label', '')} | {text}", refresh=True)
+
+
+class Skip(Exception):
+    """The point cannot run here (no CUDA, the target lacks the name, over the time budget)."""
+
+
+class NonFinite(Exception):
+    """The measured output contains NaN or inf."""
+
+
+def check_finite(out, what: str = "output") -> None:
+    """Raise ``NonFinite`` if any tensor in ``out`` (tensor, tuple, list) has NaN/inf."""
+    tensors = out if isinstance(out, (tuple, list)) else [out]
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            bad = (~torch.isfinite(t)).sum().item()
+            if bad:
+                kind = "NaN" if torch.isnan(t).any().item() else "inf"
+                raise NonFinite(f"{what} has {bad} non-finite ({kind}) of {t.numel()} elements")
+
+
+def is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    oom_cls = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom_cls is not None and isinstance(exc, oom_cls):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def describe_exception(exc: BaseException, limit: int = 400) -> str:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        f = frames[-1]
+        text += f" (at {f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name})"
+    return text[:limit]
+
+
+def free_memory(device) -> None:
+    gc.collect()
+    if torch.device(device).type == "cuda" and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+@dataclass
+class Point:
+    suite: str
+    case: str
+    params: dict
+    measure: Callable[[], dict]
+    #: also written into the row's metrics (e.g. the FLOP count known before running)
+    static_metrics: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return make_key(self.suite, self.case, self.params)
+
+    def label(self) -> str:
+        shown = ",".join(f"{k}={v}" for k, v in self.params.items() if k in ("n", "depth", "kv_heads", "window"))
+        return f"{self.case} {shown}".strip()
+
+
+class Runner:
+    def __init__(self, store: ResultStore, impl: str, device: str, progress: bool = True,
+                 verbose: bool = True):
+        self.store, self.impl, self.device = store, impl, device
+        self.progress, self.verbose = progress, verbose
+        self.counts: Counter = Counter()
+        self.rows: list[dict] = []
+
+    def run_one(self, point: Point) -> dict:
+        status, reason, metrics, telemetry = "ok", None, dict(point.static_metrics), None
+        tel = Telemetry.for_device(self.device)
+        try:
+            with tel:
+                metrics.update(point.measure() or {})
+        except KeyboardInterrupt:
+            raise
+        except Skip as exc:
+            status, reason = "skipped", str(exc)
+        except NonFinite as exc:
+            status, reason = "nan", str(exc)
+        except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
+            if isinstance(exc, SystemExit):
+                status, reason = "error", f"SystemExit({exc.code}) raised by the code under test"
+            elif is_oom(exc):
+                status, reason = "oom", describe_exception(exc)
+            else:
+                status, reason = "error", describe_exception(exc)
+            free_memory(self.device)
+        telemetry = tel.summary()
+        row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
+                       point.params, status, reason, metrics, telemetry)
+        return self.store.append(row)
+
+    def run(self, points: list[Point], desc: str = "bench") -> list[dict]:
+        todo = [p for p in points if not self.store.is_done(p.key)]
+        done = len(points) - len(todo)
+        if done and self.verbose:
+            print(f"[{desc}] resume: {done} of {len(points)} points already measured", file=sys.stderr)
+        bar = None
+        if self.progress:
+            try:
+                from tqdm import tqdm
+                bar = tqdm(total=len(todo), desc=desc, unit="pt", dynamic_ncols=True, leave=True)
+            except ImportError:  # tqdm is optional (extra "bench"): no bar
+                bar = None
+        rows = []
+        try:
+            for p in todo:
+                if bar is not None:
+                    bar.set_postfix_str(p.label(), refresh=True)
+                _ACTIVE.update(bar=bar, label=p.label())
+                row = self.run_one(p)
+                rows.append(row)
+                self.counts[row["status"]] += 1
+                if bar is not None:
+                    bar.update(1)
+                if self.verbose and row["status"] != "ok":
+                    msg = f"[{desc}] {p.label()}: {row['status']}: {row['reason']}"
+                    (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))
+        finally:
+            _ACTIVE.clear()
+            if bar is not None:
+                bar.close()
+        self.rows.extend(rows)
+        return rows

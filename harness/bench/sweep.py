@@ -1,0 +1,109 @@
+"""Interleaved CPU timing of one case over all its sizes (what makes a scaling fit robust).
+
+Timing the sizes one after another lets any drift of the machine -- another process
+starting, clocks changing -- land on a range of n and bend the fitted exponent.
+So on CPU a case's sweep is timed in rounds: each round takes one block (the
+blocked-timer sample of ``harness.bench.timer``) of every size still sampling,
+alternating the order of sizes from round to round. Drift is then spread over all
+sizes instead of correlating with n.
+
+Per size, in ascending n: one validation call (output checked, peak memory
+measured), then calibration (calls per block so a block takes >= ``min_block_s``; the
+calibration block is not a sample). A size whose calibrated call time, extrapolated
+as n^2 to the next size, exceeds ``max_call_s`` ends the sweep there: the larger sizes
+are skipped with the reason. Then rounds run until every size has its samples, with
+the same stopping rule as ``time_cpu``: at least 3 blocks, and ``min_blocks`` blocks and
+``min_run_s`` seconds unless ``max_run_s`` is spent.
+
+A size whose validation raises (error, NaN, out of memory) keeps its exception, which
+is re-raised when the runner asks for that point, so it is recorded with its status.
+
+The runner still writes one row per size, but a case's rows are written when its sweep
+ends (the first point of a case runs the whole sweep): a crash loses the case in flight,
+and ``--resume`` then re-sweeps only that case's missing sizes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from harness.bench.timer import Timing, calibrate, summarize
+
+
+@dataclass
+class Slot:
+    """One size of the sweep."""
+    n: int
+    prepare: Callable[[], tuple[Callable[[], object], dict]]  # -> (call, validation metrics)
+    call: Callable[[], object] | None = None
+    metrics: dict = field(default_factory=dict)
+    error: BaseException | None = None
+    number: int = 1
+    samples: list[float] = field(default_factory=list)
+    spent: float = 0.0
+
+    def block(self, clock=time.perf_counter) -> float:
+        t0 = clock()
+        for _ in range(self.number):
+            self.call()
+        return clock() - t0
+
+
+def _calibrate(slot: Slot, min_block_s: float) -> float:
+    """Set ``slot.number`` (``harness.bench.timer.calibrate``); returns the per-call seconds."""
+    slot.number, elapsed = calibrate(slot.call, min_block_s, recheck=True)
+    return elapsed / slot.number
+
+
+def wants_more(slot: Slot, min_blocks: int, min_run_s: float, max_run_s: float) -> bool:
+    k = len(slot.samples)
+    return k < min(3, min_blocks) or ((k < min_blocks or slot.spent < min_run_s) and slot.spent < max_run_s)
+
+
+def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseException],
+              note: Callable[[str], None] = lambda text: None) -> dict[int, Timing | BaseException]:
+    """Validate, calibrate and time ``slots`` (ascending n); returns n -> Timing or exception."""
+    live: list[Slot] = []
+    stop: str | None = None
+    for i, slot in enumerate(slots):
+        if stop is not None:
+            slot.error = skip_reason(stop)
+            continue
+        note(f"n={slot.n} validate")
+        try:
+            slot.call, slot.metrics = slot.prepare()
+            note(f"n={slot.n} calibrate")
+            per_call = _calibrate(slot, prof.min_block_s)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - recorded by the runner for this point
+            slot.error, slot.call = exc, None
+            continue
+        live.append(slot)
+        nxt = slots[i + 1].n if i + 1 < len(slots) else None
+        if nxt is not None and per_call * (nxt / slot.n) ** 2 > prof.max_call_s:
+            stop = (f"predicted {per_call * (nxt / slot.n) ** 2:.2f} s per call at n={nxt} (n^2 from "
+                    f"{per_call:.2f} s at n={slot.n}), over the profile's per-call budget of "
+                    f"{prof.max_call_s:g} s; this and larger sizes not measured")
+    rnd = 0
+    while True:
+        todo = [s for s in live if wants_more(s, prof.min_blocks, prof.min_run_s, prof.max_run_s)]
+        if not todo:
+            break
+        note(f"round {rnd + 1}: {len(todo)} sizes")
+        for slot in (todo if rnd % 2 == 0 else todo[::-1]):
+            elapsed = slot.block()
+            slot.spent += elapsed
+            slot.samples.append(elapsed / slot.number)
+        rnd += 1
+    out: dict[int, Timing | BaseException] = {}
+    for slot in slots:
+        if slot.error is not None:
+            out[slot.n] = slot.error
+        else:
+            t = summarize(slot.samples, slot.number, "cpu_blocked_interleaved")
+            t.samples = None
+            out[slot.n] = t
+        slot.call = None  # free the inputs
+    return out

@@ -1,0 +1,1 @@
+"""pytest-benchmark versions of the ``harness bench`` suites (skipped unless requested)."""
