@@ -151,7 +151,8 @@ def property_of(item: pytest.Item) -> str:
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     target = _target_of(item)
-    if target is not None:
+    if target is not None and "benchmark" not in getattr(item, "fixturenames", ()):
+        # (pytest-benchmark timings are benchmarks, not properties: not in the conformance table)
         report.user_properties.append(("harness_property", property_of(item)))
         report.user_properties.append(("harness_target", target.id))
         if report.when == "call":
