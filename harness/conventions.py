@@ -54,8 +54,17 @@ KNOWN: dict[str, Convention] = {c.key: c for c in [
         "one_plus_weight": "Gemma: x * (1 + weight)",
     }),
     Convention("rmsnorm_eps", "finfo", {
-        "finfo": "torch.nn.RMSNorm: eps=None means torch.finfo(dtype).eps",
+        "finfo": "torch.nn.RMSNorm: eps=None means finfo(compute dtype).eps (float32 for half inputs since torch 2.6)",
         "fixed": "a fixed default eps such as 1e-6 (Llama, T5)",
+    }),
+    Convention("norm_placement", None, {
+        "pre": "x + f(norm(x)): GPT-2, Llama and most modern decoders",
+        "post": "norm(x + f(x)): Vaswani et al. 2017, BERT",
+    }),
+    Convention("mlm_selection", "independent", {
+        "independent": "each non-special token selected with probability p: transformers' "
+                       "DataCollatorForLanguageModeling",
+        "fixed_count": "exactly round(n p) tokens per sequence (or batch): Google's create_pretraining_data.py",
     }),
 ]}
 

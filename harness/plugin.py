@@ -14,7 +14,7 @@ import os
 import sys
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
 from harness.conventions import parse_cli
@@ -24,7 +24,9 @@ _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                       HealthCheck.differing_executors])
 #: ci: derandomized, small; dev: random, same size; thorough: 10x the examples
-settings.register_profile("ci", max_examples=30, derandomize=True, **_COMMON)
+#: ci skips Hypothesis' explain phase (it replays each failure ~100 times under tracing)
+settings.register_profile("ci", max_examples=30, derandomize=True,
+                          phases=[p for p in Phase if p is not Phase.explain], **_COMMON)
 settings.register_profile("dev", max_examples=30, **_COMMON)
 settings.register_profile("thorough", max_examples=300, **_COMMON)
 

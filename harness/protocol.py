@@ -20,7 +20,7 @@ class Name:
     params: tuple[str, ...]
     signature: str
     doc: str
-    kind: str = "function"  # or "class"
+    kind: str = "function"  # or "class", or "constant" (a module-level value, not called)
 
 
 NAMES: dict[str, Name] = {n.name: n for n in [
@@ -60,6 +60,11 @@ NAMES: dict[str, Name] = {n.name: n for n in [
     Name("RMSNorm", "norms", ("normalized_shape", "eps", "elementwise_affine"),
          "RMSNorm(normalized_shape, eps=None, elementwise_affine=True)",
          "constructed like torch.nn.RMSNorm.", kind="class"),
+    Name("residual_block", "norms", ("dim", "sublayer"),
+         "residual_block(dim, sublayer) -> nn.Module; forward(x (..., dim))",
+         "a residual block around sublayer (an nn.Module (..., dim) -> (..., dim)) with one freshly "
+         "initialized norm: pre-norm x + sublayer(norm(x)) or post-norm norm(x + sublayer(x)); "
+         "which one is measured and named (norm_placement)."),
     Name("mask_tokens", "bert",
          ("input_ids", "vocab_size", "mask_token_id", "special_tokens_mask", "mlm_probability", "generator"),
          "mask_tokens(input_ids, *, vocab_size, mask_token_id, special_tokens_mask=None, "
@@ -73,6 +78,31 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          "span_corruption(tokens, *, sentinel_ids, noise_density=0.15, mean_span_length=3.0, "
          "generator=None) -> (inputs, targets)",
          "T5 span corruption with sentinels."),
+    Name("build_model", "models", (),
+         "build_model() -> nn.Module; forward(inputs_embeds (B, L, D)) -> (B, L, H); attribute embed_dim = D",
+         "a model from input embeddings to hidden states (random weights are fine); its dependency profile "
+         "(which inputs each output depends on, from the Jacobian) must match MODEL_CLAIM."),
+    Name("MODEL_CLAIM", "models", (),
+         "MODEL_CLAIM = 'bidirectional' | 'causal' | 'concat_unidirectional'",
+         "what build_model's model is: a BERT-like encoder (every output sees every input), a GPT-like "
+         "decoder (output i sees inputs j <= i) or ELMo-like [forward LM ; backward LM] features.",
+         kind="constant"),
+    Name("build_bert", "models", ("size", "add_pooling_layer"),
+         "build_bert(size='base', add_pooling_layer=True) -> nn.Module",
+         "BERT-base / BERT-large from the published configurations (vocab 30522, 512 positions, 2 segments); "
+         "parameters are counted (on the meta device when the model can be built there)."),
+    Name("bert_embeddings", "models", ("vocab_size", "hidden_size", "max_position_embeddings", "type_vocab_size"),
+         "bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2) -> nn.Module; "
+         "forward(input_ids, token_type_ids=None, position_ids=None) -> (B, L, hidden_size)",
+         "BERT's input representation before LayerNorm and dropout: token + position + segment embeddings "
+         "(defaults: segment 0, positions 0..L-1)."),
+    Name("build_inputs", "models", ("tokens_a", "tokens_b", "cls_id", "sep_id"),
+         "build_inputs(tokens_a, tokens_b=None, *, cls_id=101, sep_id=102) -> (input_ids, token_type_ids)",
+         "[CLS] A [SEP] or [CLS] A [SEP] B [SEP]; segment 0 through the first [SEP], 1 after it."),
+    Name("make_nsp_pairs", "models", ("documents", "num_pairs", "generator"),
+         "make_nsp_pairs(documents, num_pairs, *, generator=None) -> [(sentence_a, sentence_b, label)]",
+         "next-sentence-prediction pairs from documents (lists of sentences, each a list of ids): label 0 "
+         "IsNext (B follows A in its document) or 1 NotNext (B not A's successor), 50/50."),
 ]}
 
 

@@ -1,0 +1,164 @@
+"""Helpers the normalization suites share: building the target's norm module like
+torch.nn, calling it, the float64 truth under the tolerance policy, and the
+per-token probes (statistics, independence of tokens)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from harness import guard, tolerance
+from harness.configs_norms import NormConfig
+from harness.guard import ImplementationError, expect_tensor
+from harness.runner import impl
+
+LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
+HALF = (torch.float16, torch.bfloat16)
+
+
+def build(target, name: str, cfg: NormConfig, eps, affine: bool = True, shape=None,
+          dtype: torch.dtype | None = None, **params: torch.Tensor) -> nn.Module:
+    """``name(shape, eps=eps, elementwise_affine=affine)`` as torch.nn is constructed, moved to the
+    config's dtype and the target's device as a model would be, then the given parameters
+    (``weight=``, ``bias=``; float64 values representable in the dtype) written in place
+    through ``.weight``/``.bias``."""
+    shape = cfg.ctor_shape if shape is None else shape
+    dtype = cfg.torch_dtype if dtype is None else dtype
+    mod = impl(target, name)(shape, eps=eps, elementwise_affine=affine)
+    if not isinstance(mod, nn.Module):
+        raise ImplementationError(f"{name}({shape!r}, eps={eps}, elementwise_affine={affine}) returned "
+                                  f"{type(mod).__name__}; the protocol constructs an nn.Module")
+    moved = guard.call(mod.to, f"{name}.to", device=target.device, dtype=dtype)
+    mod = moved if isinstance(moved, nn.Module) else mod
+    for attr, value in params.items():
+        p = getattr(mod, attr, None)
+        if not isinstance(p, torch.Tensor):
+            raise AssertionError(f"{name}({shape!r}, elementwise_affine=True) has no .{attr} parameter "
+                                 f"(got {type(p).__name__}); the protocol sets it as on torch.nn.{name}")
+        if tuple(p.shape) != tuple(value.shape):
+            raise AssertionError(f"{name}({shape!r}).{attr} has shape {tuple(p.shape)}, expected "
+                                 f"{tuple(value.shape)} (the normalized_shape)")
+        with torch.no_grad():
+            p.copy_(value.to(p.dtype))
+    return mod
+
+
+def forward(mod: nn.Module, name: str, x: torch.Tensor) -> torch.Tensor:
+    """``mod(x)``, guarded; the output must have x's shape, dtype and device."""
+    with torch.no_grad():
+        out = guard.call(mod, name, x)
+    return expect_tensor(out, name, tuple(x.shape), x.dtype, x.device)
+
+
+def naive_dtype(dtype: torch.dtype, wide: bool = False) -> torch.dtype:
+    """The dtype of the policy's "naive same-precision math".
+
+    ``wide``: where the half-precision math itself over- or underflows (|x| >= 300:
+    x^2 > 65504; mean squares near a small eps: x^2 below float16's normal range),
+    the yardstick is the float32 math rounded to the input dtype, which is what
+    torch does (opmath) and what "match a float32 reference" means.
+    """
+    return torch.float32 if wide and dtype in HALF else dtype
+
+
+def truth(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor:
+    return math(x.cpu(), compute_dtype=torch.float64, **kw)
+
+
+def naive(math: Callable, x: torch.Tensor, wide: bool = False, **kw) -> torch.Tensor:
+    return math(x.cpu(), compute_dtype=naive_dtype(x.dtype, wide), **kw).to(x.dtype)
+
+
+def agree(out, x, math: Callable, what: str = "output", wide: bool = False, **kw) -> tolerance.Comparison:
+    """``out`` equals math(x, **kw) under the tolerance policy."""
+    return tolerance.assert_close(out, truth(math, x, **kw), naive(math, x, wide, **kw),
+                                  dtype=x.dtype, what=what)
+
+
+def matches(out, x, math: Callable, wide: bool = False, **kw) -> bool:
+    return tolerance.compare(out, truth(math, x, **kw), naive(math, x, wide, **kw), dtype=x.dtype).ok
+
+
+def allowance(x, math: Callable, **kw) -> float:
+    """The error the tolerance policy allows for math(x, **kw)."""
+    nai = naive(math, x, **kw)
+    return tolerance.compare(nai, truth(math, x, **kw), nai, dtype=x.dtype).allowed
+
+
+def worst(a: torch.Tensor, b: torch.Tensor) -> tuple[float, tuple[int, ...]]:
+    """max |a - b| (inf where either is not finite) and where."""
+    d = (a.double().cpu() - b.double().cpu()).abs().nan_to_num(float("inf"), float("inf"))
+    if d.numel() == 0:
+        return 0.0, ()
+    flat = int(d.argmax())
+    return float(d.flatten()[flat]), tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), d.shape))
+
+
+def unchanged(out_a, out_b, x_a, x_b, math: Callable, what: str, **kw) -> None:
+    """Two outputs of the target that an invariance says are equal *up to* what the float64
+    reference itself changes between x_a and x_b (eps, input rounding), plus the policy's
+    allowance for each call."""
+    ref_gap, _ = worst(truth(math, x_a, **kw), truth(math, x_b, **kw))
+    slack = allowance(x_a, math, **kw) + allowance(x_b, math, **kw) + ref_gap
+    gap, idx = worst(out_a, out_b)
+    if gap > slack:
+        raise AssertionError(f"{what}: the outputs differ by {gap:.3e} at index {idx}, allowed "
+                             f"{slack:.3e} (the reference's own change {ref_gap:.3e} + the "
+                             f"tolerance policy's allowance for each call)")
+
+
+def token_stats(y: torch.Tensor, nd: int) -> torch.Tensor:
+    """Per-token (mean, biased variance, mean square) over the trailing nd dims, float64."""
+    h = y.detach().double().cpu().flatten(start_dim=y.dim() - nd)  # (*lead, F)
+    mean = h.mean(-1)
+    return torch.stack([mean, (h - mean[..., None]).pow(2).mean(-1), h.pow(2).mean(-1)], -1)
+
+
+def check_token_dims(target, name: str, cfg: NormConfig, mod: nn.Module, math: Callable, **kw) -> None:
+    """Each token's output depends on exactly its own normalized_shape elements:
+    (a) shifting another token (another batch item or position) by +-10 std changes nothing
+        here, unlike batch norm or statistics over the whole tensor;
+    (b) changing one element of a token changes that token's output as the reference's
+        changes: the statistics span all of normalized_shape, not just the last dim."""
+    nd = len(cfg.normalized_shape)
+    x = cfg.x(target.device)
+    std = 2.0 ** cfg.log2_scale
+    out = forward(mod, name, x)
+    allowed = allowance(x, math, **kw)
+    flat = lambda t: t.reshape(cfg.tokens, cfg.features)  # noqa: E731  (T, F) view of (*lead, *ns)
+    g = cfg.generator(salt=5)
+    t = int(torch.randint(0, cfg.tokens, (1,), generator=g))
+    if cfg.tokens > 1:
+        others = torch.arange(cfg.tokens) != t
+        for shift in (10 * std, -10 * std):  # one of the two reorders every feature across tokens
+            x2 = flat(x.double().clone())
+            x2[t] += shift
+            x2 = x2.reshape(x.shape).to(x.dtype)
+            gap, idx = worst(flat(forward(mod, name, x2))[others], flat(out)[others])
+            if gap > 2 * allowed:
+                raise AssertionError(
+                    f"adding {shift:g} to token {t} (of {cfg.tokens} tokens, lead dims {cfg.lead}) changed "
+                    f"the output of the other tokens by {gap:.3e}: the statistics mix tokens (batch-norm "
+                    f"style or over the whole tensor); they must span only the trailing normalized_shape "
+                    f"{cfg.normalized_shape}")
+    if cfg.features > 1:
+        j = int(torch.randint(0, cfg.features, (1,), generator=g))
+        x3 = flat(x.double().clone())
+        x3[t, j] += 3 * std + abs(float(x3[t, j]))
+        x3 = x3.reshape(x.shape).to(x.dtype)
+        out3 = forward(mod, name, x3)
+        d_target = flat(out3)[t].double() - flat(out)[t].double()
+        d_ref = flat(truth(math, x3, **kw))[t] - flat(truth(math, x, **kw))[t]
+        slack = allowed + allowance(x3, math, **kw)
+        gap, idx = worst(d_target, d_ref)
+        if gap > slack:
+            pos = tuple(int(i) for i in torch.unravel_index(torch.tensor(idx[0]), cfg.normalized_shape))
+            src = tuple(int(i) for i in torch.unravel_index(torch.tensor(j), cfg.normalized_shape))
+            raise AssertionError(
+                f"changing element {src} of token {t} changed that token's output at {pos} by "
+                f"{float(d_target[idx]):.4g}, but the reference's changes by {float(d_ref[idx]):.4g} "
+                f"(allowed difference {slack:.3e}): the statistics must span all of normalized_shape "
+                f"{cfg.normalized_shape}, not only some of its dims"
+                + (f"\n  token's output:    {flat(out)[t].tolist()[:8]}\n"
+                   f"  reference output:  {flat(truth(math, x, **kw))[t].tolist()[:8]}" if nd > 1 else ""))
