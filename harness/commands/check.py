@@ -21,7 +21,9 @@ def add_parser(sub) -> None:
 
 
 def pytest_argv(args) -> list[str]:
-    argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfEs"]
+    argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfE",
+            "-W", "ignore::pytest.PytestAssertRewriteWarning",  # harness is imported before pytest
+            "--ignore", str(SUITES / "benchmarks")]  # timings belong to `bench`, not conformance
     for spec in args.impl or ["reference"]:
         argv += ["--impl", spec]
     for conv in args.convention:
