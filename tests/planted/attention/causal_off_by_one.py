@@ -1,5 +1,11 @@
 """Planted bug: the causal mask hides the diagonal (triu with diagonal=0), so a
-query cannot see its own key. Real pattern: an off-by-one in the causal mask."""
+query cannot see its own key (and the first query sees nothing).
+
+Real pattern: ``torch.triu(torch.ones(L, S), diagonal=0)`` instead of ``diagonal=1``
+when building the "future" mask -- the classic causal-mask off-by-one of
+from-scratch transformer code. Caught by: attention.causal (the measured
+visibility matches no known alignment).
+"""
 import math
 
 import torch

@@ -1,0 +1,12 @@
+"""Hostile target: correct output, but it overwrites the caller's value tensor
+(an in-place ``value.mul_`` / ``copy_`` into a buffer it does not own)."""
+import torch
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+        scale=scale, enable_gqa=enable_gqa)
+    value.add_(1.0)
+    return out

@@ -1,0 +1,227 @@
+"""Loading targets (harness/loader.py) and the protocol's signature check
+(harness/protocol.py): file vs module, errors captured not raised, lookup's
+Missing / BrokenTarget, signature_problem."""
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from harness import protocol
+from harness.loader import (BrokenTarget, Missing, Target, _module_name_for_file, describe,
+                            load_target)
+from harness.protocol import signature_problem
+
+SDPA = "scaled_dot_product_attention"
+GOOD = '''
+__version__ = "1.2.3"
+HARNESS_CONVENTIONS = {"causal_alignment": "bottom_right"}
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    return query
+'''
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write a target file; forget the modules it loaded afterwards."""
+    written = []
+
+    def _write(name: str, text: str, where=None):
+        path = (where or tmp_path) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        written.append(str(path))
+        return str(path)
+
+    yield _write
+    for path in written:
+        sys.modules.pop(_module_name_for_file(path), None)
+
+
+def test_module_target():
+    target = load_target("reference")
+    assert target.load_error is None and target.module is not None
+    assert target.id == target.spec == "reference" and repr(target) == "Target('reference')"
+    assert {SDPA, "sliding_window_attention"} <= set(target.available())
+    assert callable(target.lookup(SDPA))
+
+
+def test_builtin_module_target_and_its_version():
+    target = load_target("torch.nn.functional")
+    assert SDPA in target.available()
+    assert target.lookup(SDPA) is torch.nn.functional.scaled_dot_product_attention
+    assert target.version == torch.__version__  # from the top-level package
+    assert target.file.endswith("functional.py")
+
+
+def test_file_target(write):
+    path = write("good.py", GOOD)
+    target = load_target(path, device="cpu")
+    assert target.load_error is None
+    assert target.module.__name__ == _module_name_for_file(path)
+    assert target.module.__name__.startswith("harness_target_good_")
+    assert target.file == path and target.version == "1.2.3"
+    assert target.available() == [SDPA]
+    assert target.conventions == {"causal_alignment": "bottom_right"}
+    assert target.lookup(SDPA)(torch.ones(1), None, None).item() == 1.0
+
+
+def test_file_is_imported_once(write):
+    path = write("once.py", "import itertools\nCOUNT = next(itertools.count())\n")
+    a, b = load_target(path), load_target(path)
+    assert a.module is b.module
+
+
+def test_same_stem_in_two_folders_are_two_modules(write, tmp_path):
+    p1 = write("same.py", "WHO = 1\n", tmp_path / "one")
+    p2 = write("same.py", "WHO = 2\n", tmp_path / "two")
+    assert load_target(p1).module.WHO == 1 and load_target(p2).module.WHO == 2
+
+
+def test_unversioned_and_unloaded_versions(write):
+    assert load_target(write("plain.py", "X = 1\n")).version == "unversioned"
+    broken = load_target("/no/such/target.py")
+    assert broken.version == "?" and broken.file == "?" and broken.available() == []
+
+
+def test_missing_file_is_captured():
+    target = load_target("/no/such/target.py")
+    assert target.module is None
+    assert target.load_error.startswith("FileNotFoundError: no such file: '/no/such/target.py'")
+    with pytest.raises(BrokenTarget, match="could not be loaded:\nFileNotFoundError"):
+        target.lookup(SDPA)
+
+
+def test_path_without_py_suffix_is_still_a_path():
+    target = load_target("no/such/dir")
+    assert target.load_error.startswith("FileNotFoundError")
+
+
+def test_missing_module_is_captured():
+    target = load_target("no_such_module_for_the_harness_xyz")
+    assert "ModuleNotFoundError: No module named 'no_such_module_for_the_harness_xyz'" in target.load_error
+
+
+def test_directory_is_captured(tmp_path):
+    target = load_target(str(tmp_path))
+    assert target.load_error and "ImportError" in target.load_error
+
+
+def test_import_error_is_captured_with_where_it_was_raised(write):
+    path = write("bad.py", "X = 1\n\nraise ValueError('bad at import')\n")
+    target = load_target(path)
+    assert target.module is None
+    assert target.load_error.startswith("ValueError: bad at import")
+    assert f"(raised at {path}:3)" in target.load_error
+    assert _module_name_for_file(path) not in sys.modules  # a half-imported module is not kept
+    with pytest.raises(BrokenTarget, match="bad at import"):
+        target.lookup(SDPA)
+
+
+def test_syntax_error_is_captured(write):
+    path = write("syntax.py", "def broken(:\n")
+    target = load_target(path)
+    assert "SyntaxError: invalid syntax" in target.load_error
+    assert f'File "{path}", line 1' in target.load_error  # the message says where
+
+
+def test_system_exit_at_import_is_captured(write):
+    target = load_target(write("exits.py", "import sys\nsys.exit(4)\n"))
+    assert target.load_error.startswith("SystemExit: 4")
+
+
+def test_keyboard_interrupt_at_import_propagates(write):
+    path = write("interrupts.py", "raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        load_target(path)
+
+
+def test_cli_conventions_are_kept(write):
+    target = load_target(write("conv.py", GOOD), {"causal_alignment": "top_left"})
+    assert target.cli_conventions == {"causal_alignment": "top_left"}
+    assert target.conventions["causal_alignment"] == "top_left"
+
+
+def test_lookup_missing_name_is_missing_not_broken(write):
+    target = load_target(write("empty.py", "X = 1\n"))
+    with pytest.raises(Missing) as info:
+        target.lookup(SDPA)
+    assert str(info.value).endswith(f"has no attribute {SDPA!r}")
+    assert not issubclass(Missing, BrokenTarget)
+
+
+def test_lookup_wrong_signature_is_broken(write):
+    target = load_target(write("sig.py", f"def {SDPA}(q, k):\n    return q\n"))
+    with pytest.raises(BrokenTarget) as info:
+        target.lookup(SDPA)
+    msg = str(info.value)
+    assert msg.startswith(f"{target.spec}.{SDPA}: signature (q, k) lacks parameter(s) query, key, value,")
+    assert f"the protocol calls {protocol.NAMES[SDPA].signature}" in msg
+
+
+def test_lookup_of_a_non_protocol_name_skips_the_signature_check(write):
+    target = load_target(write("other.py", "def helper(x):\n    return x\n"))
+    assert target.lookup("helper")(3) == 3
+
+
+# ---- signature_problem ----------------------------------------------------------------------
+
+def _sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+          enable_gqa=False):
+    return query
+
+
+def test_signature_exact_and_with_extra_defaults_pass():
+    assert signature_problem(SDPA, _sdpa) is None
+
+    def more(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False, backend="math"):
+        return query
+
+    assert signature_problem(SDPA, more) is None
+
+
+def test_signature_with_var_keyword_passes():
+    assert signature_problem(SDPA, lambda query, key, value, **kw: query) is None
+
+
+def test_signature_missing_parameter():
+    def no_gqa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+        return query
+
+    problem = signature_problem(SDPA, no_gqa)
+    assert problem and "lacks parameter(s) enable_gqa" in problem
+
+
+def test_builtins_without_signature_pass():
+    assert signature_problem(SDPA, torch.nn.functional.scaled_dot_product_attention) is None
+
+
+def test_not_callable_and_not_a_class():
+    assert signature_problem(SDPA, 3).startswith("expected a callable (scaled_dot_product_attention(")
+    assert signature_problem("LayerNorm", _sdpa).startswith("expected a class (LayerNorm(")
+    assert signature_problem("LayerNorm", torch.nn.LayerNorm) is None
+
+
+def test_unknown_name_has_no_problem():
+    assert signature_problem("not_in_the_protocol", object()) is None
+
+
+def test_protocol_names_are_well_formed():
+    for name, entry in protocol.NAMES.items():
+        assert entry.name == name and entry.signature.startswith(name.split(".")[-1]), name
+        assert entry.kind in ("function", "class", "constant"), name
+
+
+def test_describe():
+    assert describe(_sdpa).startswith("_sdpa(query, key, value, attn_mask=None")
+    assert describe(torch.nn.functional.scaled_dot_product_attention) == "scaled_dot_product_attention"
+
+
+def test_target_defaults():
+    target = Target(spec="x")
+    assert target.device == "cpu" and target.cli_conventions == {} and target.available() == []
