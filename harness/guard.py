@@ -60,8 +60,17 @@ def _raise_timeout(signum, frame):  # noqa: ARG001
     raise CallTimeout()
 
 
+#: functions that already ran past the limit: not called again (a hanging target
+#: would otherwise cost the full limit for every example Hypothesis tries)
+_hung: dict[int, tuple[Callable, str]] = {}  # id -> (fn, kept alive so the id stays unique)
+
+
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn(*args, **kwargs)`` under the guard; see the module docstring."""
+    if id(fn) in _hung:
+        raise ImplementationError(
+            f"{name} previously did not return within the per-call limit of {_timeout:g} s "
+            f"(--impl-timeout) when called with ({_hung[id(fn)][1]}); not called again")
     snapshots = [(i, _fingerprint(a)) for i, a in enumerate(args)]
     snapshots += [(k, _fingerprint(v)) for k, v in kwargs.items()]
     shown = describe_args(args, kwargs)
@@ -74,12 +83,15 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     try:
         result = fn(*args, **kwargs)
     except CallTimeout:
+        _hung[id(fn)] = (fn, shown)
         raise ImplementationError(
             f"{name}({shown}) did not return within the per-call limit of {_timeout:g} s "
             f"(--impl-timeout)") from None
     except ImplementationError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - sys.exit() in a target must not end the session
         raise ImplementationError(
             f"{name}({shown}) raised {type(exc).__name__}: {exc}") from exc
     finally:

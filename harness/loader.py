@@ -148,13 +148,20 @@ def load_target(spec: str, cli_conventions: dict[str, str] | None = None,
         if isinstance(exc, KeyboardInterrupt):
             raise
         tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        where = _innermost_frame(exc)
+        where = _innermost_frame(exc, spec)
         target.load_error = f"{tb}{where}"
     return target
 
 
-def _innermost_frame(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
+def _innermost_frame(exc: BaseException, spec: str) -> str:
+    """Where the target itself failed: a SyntaxError's own line, else the innermost frame
+    outside the import machinery and this loader."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"\n  (at {exc.filename}:{exc.lineno})"
+    if isinstance(exc, FileNotFoundError):
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith("<frozen") and f.filename != __file__]
     if not frames:
         return ""
     last = frames[-1]

@@ -19,6 +19,7 @@ import shlex
 import sys
 from typing import Any, Callable
 
+import torch
 from hypothesis import assume
 
 from harness import guard
@@ -80,6 +81,9 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
     dtype = getattr(cfg, "dtype", None)
     if dtype is not None and target.dtypes is not None and dtype not in target.dtypes:
         assume(False)  # the target declares it does not support this dtype: draw another
+    seed = getattr(cfg, "seed", None)
+    if seed is not None:
+        torch.manual_seed(seed)  # a target that draws from torch's global RNG replays exactly
     try:
         return check(target, cfg)
     except Missing:
