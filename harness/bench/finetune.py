@@ -142,7 +142,6 @@ def summarize(runs: list[dict], majority: float, prof: FinetuneProfile) -> dict:
     times = [r["train_time_s"] for r in runs]
     mean, ci = t_interval(accs)
     q = statistics.quantiles(times, n=4, method="inclusive") if len(times) > 1 else [times[0]] * 3
-    n_test = None
     m = {"accuracy": mean, "accuracy_ci95": ci, "accuracy_std": statistics.stdev(accs) if len(accs) > 1 else None,
          "accuracy_min": min(accs), "accuracy_seeds": accs, "n_seeds": len(accs),
          "majority_accuracy": majority, "margin_over_majority": mean - majority,
@@ -171,7 +170,7 @@ def measure_majority(ctx: Context) -> dict:
     label, acc = majority_class(data.train_labels, data.test_labels)
     return {"accuracy": acc, "majority_label": label, "n_train": len(data.train_labels),
             "n_test": len(data.test_labels), "train_movies": data.n_train_movies,
-            "test_movies": data.n_test_movies, "time_s": 0.0}
+            "test_movies": data.n_test_movies}
 
 
 def reference_runs(ctx: Context, prof: FinetuneProfile) -> list[dict]:

