@@ -9,15 +9,12 @@ and the planted base itself pass everything; the declared-convention variants pa
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
-import torch
-from hypothesis import settings
 
-from harness import guard
+from planted_support import conformance, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -84,20 +81,6 @@ DECLARED = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _isolated():
-    """One torch thread: the tensors are tiny, and on a shared machine the intra-op
-    threads' spin-waiting makes the suites an order of magnitude slower. The
-    in-process runs set the Hypothesis profile and the per-call limit globally:
-    restore them for whatever runs next."""
-    threads, profile, timeout = torch.get_num_threads(), settings._current_profile, guard.get_timeout()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-    settings.load_profile(profile)
-    guard.set_timeout(timeout)
-
-
 def _suite_source(name: str) -> str:
     return (SUITES / name).read_text()
 
@@ -112,21 +95,6 @@ def suite_of(test: str) -> Path:
 def property_of(test: str) -> str:
     family = re.search(r'^FAMILY = "([^"]+)"', suite_of(test).read_text(), re.M).group(1)
     return f"{family}.{test.removeprefix('test_')}"
-
-
-def run_suite(pytester, suite_files, impls, k=None, *extra):
-    args = [str(f) for f in suite_files]
-    for impl in impls:
-        args += ["--impl", str(impl)]
-    if k:
-        args += ["-k", k]
-    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci",
-                                        *extra)
-
-
-def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
-    data = json.loads((result_dir / "conformance.json").read_text())
-    return {(r["property"], r["target"]): r["result"] for r in data["results"]}
 
 
 def test_table_is_consistent():

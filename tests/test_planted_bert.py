@@ -10,11 +10,10 @@ model controls pass every property; the declared fixed-count variant passes.
 """
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
+from planted_support import conformance, property_of, run_suite, suite_tests
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -103,29 +102,6 @@ CONTROLS = {"_mlm_base.py": [MLM], "_distill_base.py": [KD], "_span_base.py": [S
             "_model_gpt.py": [MODELS], "_model_elmo.py": [MODELS]}
 
 
-def _tests(suite: str) -> list[str]:
-    return re.findall(r"^def (test_\w+)\(", (SUITES / suite).read_text(), re.M)
-
-
-def property_of(suite: str, test: str) -> str:
-    family = re.search(r'^FAMILY = "([^"]+)"', (SUITES / suite).read_text(), re.M).group(1)
-    return f"{family}.{test.removeprefix('test_')}"
-
-
-def run_suite(pytester, suite_files, impls, k=None, *extra):
-    args = [str(SUITES / f) for f in suite_files]
-    for target in impls:
-        args += ["--impl", str(target)]
-    if k:
-        args += ["-k", k]
-    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci", *extra)
-
-
-def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
-    data = json.loads((result_dir / "conformance.json").read_text())
-    return {(r["property"], r["target"]): r["result"] for r in data["results"]}
-
-
 def test_table_is_consistent():
     """Every planted file is listed (or is a base / control / declared variant), every planted bug
     names its pattern, and every property of the four suites has at least one bug it catches."""
@@ -134,12 +110,12 @@ def test_table_is_consistent():
     assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
     assert len(BUGS) >= 10
     for bug, suite, test in BUGS:
-        assert test in _tests(suite), f"{test} is not a test of {suite}"
+        assert test in suite_tests(suite), f"{test} is not a test of {suite}"
         doc = " ".join((PLANTED / bug).read_text().split())
         assert doc.startswith('"""Planted bug'), f"{bug}: module docstring must describe the bug"
         assert "Real pattern" in doc and "Caught by: " + property_of(suite, test) in doc, \
             f"{bug}: the docstring must give the real pattern and 'Caught by: {property_of(suite, test)}'"
-    properties = {property_of(s, t) for s in BERT_SUITES for t in _tests(s)}
+    properties = {property_of(s, t) for s in BERT_SUITES for t in suite_tests(s)}
     assert properties == {property_of(s, t) for _, s, t in BUGS}, "a property has no planted bug"
 
 
@@ -173,7 +149,7 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
     report = tmp_path / "report"
     adapter = "harness.adapters.hf_mlm"
     result = run_suite(pytester, BERT_SUITES, ["reference", adapter], None, "--conformance-report", str(report))
-    n_all, n_mlm = sum(len(_tests(s)) for s in BERT_SUITES), len(_tests(MLM))
+    n_all, n_mlm = sum(len(suite_tests(s)) for s in BERT_SUITES), len(suite_tests(MLM))
     result.assert_outcomes(passed=n_all + n_mlm, skipped=n_all - n_mlm)
     cells = conformance(report)
     for (prop, target), cell in cells.items():

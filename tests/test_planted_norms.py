@@ -10,11 +10,10 @@ every norm property, with their conventions named in the conformance table.
 """
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
+from planted_support import conformance, property_of, run_suite, suite_tests
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -86,30 +85,6 @@ HF_ADAPTERS = {  # adapter -> the conventions it must be reported with
 }
 
 
-def _tests_in(suite: str) -> list[str]:
-    return re.findall(r"^def (test_\w+)\(", (SUITES / suite).read_text(), re.M)
-
-
-def property_of(suite: str, test: str) -> str:
-    family = re.search(r'^FAMILY = "([^"]+)"', (SUITES / suite).read_text(), re.M).group(1)
-    return f"{family}.{test.removeprefix('test_')}"
-
-
-def run_suite(pytester, suite_files, impls, k=None, *extra):
-    args = [str(f) for f in suite_files]
-    for impl in impls:
-        args += ["--impl", str(impl)]
-    if k:
-        args += ["-k", k]
-    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci",
-                                        *extra)
-
-
-def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
-    data = json.loads((result_dir / "conformance.json").read_text())
-    return {(r["property"], r["target"]): r["result"] for r in data["results"]}
-
-
 def test_table_is_consistent():
     """Every planted file is listed, every norm property has a planted bug it catches."""
     files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
@@ -117,12 +92,12 @@ def test_table_is_consistent():
     assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
     assert len(BUGS) >= 12
     for bug, suite, test in BUGS:
-        assert test in _tests_in(suite), f"{bug}: {suite} has no {test}"
+        assert test in suite_tests(suite), f"{bug}: {suite} has no {test}"
         doc = (PLANTED / bug).read_text()
         assert doc.startswith('"""Planted bug'), f"{bug}: module docstring must describe the bug"
         assert "Real pattern" in doc and "Caught by" in doc, f"{bug}: docstring lacks the real pattern"
         assert f"Caught by: {property_of(suite, test)}" in doc, f"{bug}: docstring names another property"
-    properties = {property_of(s, t) for s in NORM_SUITES for t in _tests_in(s)}
+    properties = {property_of(s, t) for s in NORM_SUITES for t in suite_tests(s)}
     assert properties == {property_of(s, t) for _, s, t in BUGS}
 
 
@@ -141,7 +116,7 @@ def test_planted_bug_is_caught(pytester, bug, suite, test):
 @pytest.mark.parametrize("planted,suite,tests,labels", DECLARED, ids=[d[0].removesuffix(".py") for d in DECLARED])
 def test_declared_convention_passes(pytester, tmp_path, planted, suite, tests, labels):
     report = tmp_path / "report"
-    tests = tests or _tests_in(suite)
+    tests = tests or suite_tests(suite)
     result = run_suite(pytester, [SUITES / suite], [PLANTED / planted], " or ".join(tests),
                        "--conformance-report", str(report))
     result.assert_outcomes(passed=len(tests))
@@ -168,7 +143,7 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]
     cells = conformance(report)
-    family = {s: property_of(s, _tests_in(s)[0]).split(".")[0] for s in NORM_SUITES}
+    family = {s: property_of(s, suite_tests(s)[0]).split(".")[0] for s in NORM_SUITES}
     for (prop, target), cell in cells.items():
         lacks = (target == "torch.nn" and prop.startswith("norm_placement.")) or (
             target in HF_ADAPTERS and not prop.startswith(family["test_rmsnorm.py"] + "."))

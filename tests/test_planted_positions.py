@@ -10,28 +10,13 @@ installed (skipped otherwise), and report "does not load" when their library is 
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-# Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
-# first imported inside a run (pandas for the conformance table, the suites) is re-imported
-# by every run; these are then shared by all of them.
-import reports.conformance  # noqa: E402,F401
-import suites.test_alibi  # noqa: E402,F401
-import suites.test_learned_positions  # noqa: E402,F401
-import suites.test_rope  # noqa: E402,F401
-import suites.test_sinusoidal  # noqa: E402,F401
-import suites.test_t5_bucket  # noqa: E402,F401
-
-try:
-    import tabulate  # noqa: F401  (pandas' to_markdown)
-except ImportError:  # pragma: no cover
-    pass
+from planted_support import conformance, property_of, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -92,36 +77,8 @@ MESSAGES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Small tensors: torch's intra-op threads only cost time on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _suite_source(name: str) -> str:
     return (SUITES / name).read_text()
-
-
-def property_of(suite: str, test: str) -> str:
-    family = re.search(r'^FAMILY = "([^"]+)"', _suite_source(suite), re.M).group(1)
-    return f"{family}.{test.removeprefix('test_')}"
-
-
-def run_suite(pytester, suite_files, impls, k=None, *extra):
-    args = [str(SUITES / f) for f in suite_files]
-    for impl in impls:
-        args += ["--impl", str(impl)]
-    if k:
-        args += ["-k", k]
-    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci", *extra)
-
-
-def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
-    data = json.loads((result_dir / "conformance.json").read_text())
-    return {(r["property"], r["target"]): r["result"] for r in data["results"]}
 
 
 def n_tests(suites) -> int:

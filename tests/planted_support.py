@@ -1,0 +1,42 @@
+"""What the planted-bug tests share: run a suite in-process against targets, read the
+conformance report, and map a suite test to its property name."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ROOT / "suites"
+
+
+def suite_source(suite) -> str:
+    return (SUITES / suite).read_text()
+
+
+def suite_tests(suite) -> list[str]:
+    """The test functions a suite file defines."""
+    return re.findall(r"^def (test_\w+)\(", suite_source(suite), re.M)
+
+
+def property_of(suite, test: str) -> str:
+    """``FAMILY.name`` of a suite's ``test_name``: the row of the conformance table."""
+    family = re.search(r'^FAMILY = "([^"]+)"', suite_source(suite), re.M).group(1)
+    return f"{family}.{test.removeprefix('test_')}"
+
+
+def run_suite(pytester, suite_files, impls, k=None, *extra):
+    """Run suite files (names under suites/ or paths) in-process under the ci profile."""
+    args = [str(SUITES / f) for f in suite_files]
+    for impl in impls:
+        args += ["--impl", str(impl)]
+    if k:
+        args += ["-k", k]
+    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci",
+                                        *extra)
+
+
+def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
+    """(property, target) -> cell of a ``--conformance-report`` folder."""
+    data = json.loads((result_dir / "conformance.json").read_text())
+    return {(r["property"], r["target"]): r["result"] for r in data["results"]}
