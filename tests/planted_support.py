@@ -40,3 +40,28 @@ def conformance(result_dir: Path) -> dict[tuple[str, str], str]:
     """(property, target) -> cell of a ``--conformance-report`` folder."""
     data = json.loads((result_dir / "conformance.json").read_text())
     return {(r["property"], r["target"]): r["result"] for r in data["results"]}
+
+
+def assert_caught(pytester, suite, bug: Path, test: str, messages=()) -> str:
+    """Running ``test`` of ``suite`` against the planted ``bug`` fails, the failure names the
+    property, carries a repro line naming the target, and says each of ``messages``."""
+    result = run_suite(pytester, [suite], [bug], test)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    prop = property_of(suite, test)
+    assert f"[{prop}]" in out, f"the failure does not name the property [{prop}]:\n{out[-3000:]}"
+    repro = out.split("repro:", 1)
+    assert len(repro) == 2 and "--impl" in repro[1], "no repro line"
+    assert bug.name in repro[1].splitlines()[0], "the repro does not name the target"
+    for fragment in messages:
+        assert fragment in out, f"{bug.name}: expected {fragment!r} in the failure:\n{out[-3000:]}"
+    return out
+
+
+def assert_declared_passes(pytester, report: Path, suite, planted: Path, tests, labels: dict) -> None:
+    """A target that declares its convention passes ``tests``, with the named ``labels``."""
+    result = run_suite(pytester, [suite], [planted], " or ".join(tests), "--conformance-report", str(report))
+    result.assert_outcomes(passed=len(tests))
+    cells = conformance(report)
+    for prop, label in labels.items():
+        assert cells[(prop, str(planted))] == label

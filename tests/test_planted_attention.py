@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from planted_support import conformance, run_suite
+from planted_support import assert_caught, assert_declared_passes, conformance, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -117,27 +117,13 @@ def test_table_is_consistent():
 
 @pytest.mark.parametrize("bug,test", BUGS, ids=[b.removesuffix(".py") for b, _ in BUGS])
 def test_planted_bug_is_caught(pytester, bug, test):
-    result = run_suite(pytester, [suite_of(test)], [PLANTED / bug], test)
-    result.assert_outcomes(failed=1)
-    out = result.stdout.str()
-    prop = property_of(test)
-    assert f"[{prop}]" in out, f"the failure does not name the property [{prop}]:\n{out[-3000:]}"
-    assert "repro:" in out and "--impl" in out.split("repro:", 1)[1], "no repro line"
-    assert bug in out.split("repro:", 1)[1].splitlines()[0], "the repro does not name the target"
-    for fragment in MESSAGES.get(bug, []):
-        assert fragment in out, f"{bug}: expected {fragment!r} in the failure:\n{out[-3000:]}"
+    assert_caught(pytester, suite_of(test), PLANTED / bug, test, MESSAGES.get(bug, []))
 
 
 # (``target`` is the harness plug-in's parameter name, hence ``planted``)
 @pytest.mark.parametrize("planted,suite,tests,labels", DECLARED, ids=[d[0].removesuffix(".py") for d in DECLARED])
 def test_declared_convention_passes(pytester, tmp_path, planted, suite, tests, labels):
-    report = tmp_path / "report"
-    result = run_suite(pytester, [SUITES / suite], [PLANTED / planted], " or ".join(tests),
-                       "--conformance-report", str(report))
-    result.assert_outcomes(passed=len(tests))
-    cells = conformance(report)
-    for prop, label in labels.items():
-        assert cells[(prop, str(PLANTED / planted))] == label
+    assert_declared_passes(pytester, tmp_path / "report", suite, PLANTED / planted, tests, labels)
 
 
 def test_convention_on_the_command_line_passes(pytester):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from planted_support import conformance, property_of, run_suite
+from planted_support import assert_caught, conformance, property_of, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -103,14 +103,7 @@ def test_table_is_consistent():
 
 @pytest.mark.parametrize("bug,suite,test", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
 def test_planted_bug_is_caught(pytester, bug, suite, test):
-    result = run_suite(pytester, [suite], [PLANTED / bug], test)
-    result.assert_outcomes(failed=1)
-    out = result.stdout.str()
-    prop = property_of(suite, test)
-    assert f"[{prop}]" in out, f"the failure does not name the property [{prop}]:\n{out[-3000:]}"
-    assert "repro:" in out and bug in out.split("repro:", 1)[1].splitlines()[0], "no repro line naming the target"
-    for fragment in MESSAGES.get(bug, []):
-        assert fragment in out, f"{bug}: expected {fragment!r} in the failure:\n{out[-3000:]}"
+    assert_caught(pytester, suite, PLANTED / bug, test, MESSAGES.get(bug, []))
 
 
 def _all_pass(cells, target, skipped=()):
