@@ -12,10 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 from hypothesis import Phase, settings
 
-from harness import guard
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
@@ -33,18 +31,6 @@ settings.register_profile("hostile", parent=settings.get_profile("ci"),
 #: after the first failure, so that case replays one example per property.
 settings.register_profile("hostile-one-call", parent=settings.get_profile("ci"),
                           max_examples=1, phases=[Phase.explicit, Phase.generate])
-
-
-@pytest.fixture(autouse=True)
-def _isolated():
-    """One torch thread (tiny tensors); restore the Hypothesis profile and the per-call
-    limit that the in-process runs set globally."""
-    threads, profile, timeout = torch.get_num_threads(), settings._current_profile, guard.get_timeout()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-    settings.load_profile(profile)
-    guard.set_timeout(timeout)
 
 
 def run_suites(pytester, impls, k=THREE, suites=None, profile="hostile", extra=()):
