@@ -1,0 +1,176 @@
+"""Unit tests of the benchmark engine's parts: fits, kernels, adapters, timers, telemetry.
+No timing assertions."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from harness import tolerance
+from harness.bench.fit import fit_exponent, fits_from_rows, upper_half
+from harness.bench import memory
+from harness.bench.store import make_row
+from harness.bench.telemetry import Telemetry, summarize
+from harness.bench.timer import time_cpu, time_fn
+
+ENV_KEYS = ["harness_version", "git_commit", "time_utc", "hostname", "python", "torch", "cuda",
+            "device_name", "driver", "cpu", "cpu_count", "peak_tflops_measured", "argv"]
+THREADS = torch.get_num_threads()
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+# ---------------------------------------------------------------- fits
+
+def test_fit_quadratic_and_linear_with_ci():
+    ns = [256, 362, 512, 724, 1024, 1448, 2048, 2896, 4096]
+    quad = fit_exponent(ns, [3e-9 * n**2 for n in ns])
+    assert math.isclose(quad["exponent"], 2.0, abs_tol=1e-9)
+    assert quad["n_range"] == [1024, 4096] and quad["points"] == 5
+    assert quad["ci95"][0] <= 2.0 <= quad["ci95"][1]
+    noise = [1.0, 1.04, 0.97, 1.02, 0.99, 1.03, 0.98, 1.01, 1.0]  # deterministic +-4 %
+    lin = fit_exponent(ns, [2e-6 * n * e for n, e in zip(ns, noise)])
+    assert abs(lin["exponent"] - 1.0) < 0.1
+    lo, hi = lin["ci95"]
+    assert lo < lin["exponent"] < hi and lo <= 1.0 <= hi and hi - lo > 0
+    assert fit_exponent([10], [1.0]) is None
+    assert upper_half([1, 2, 3, 4]) == [2, 3, 4] and upper_half([1, 2]) == [1, 2]
+
+
+def test_fits_from_rows_groups_by_case():
+    rows = [make_row("r", "scaling", c, "i", "cpu", {"n": n, "heads": 2}, metrics={"time_s": f(n)})
+            for c, f in (("dense", lambda n: n * n * 1e-9), ("band", lambda n: n * 1e-6))
+            for n in (64, 128, 256, 512)]
+    fits = fits_from_rows(rows)
+    assert math.isclose(fits["scaling|dense"]["exponent"], 2.0) and math.isclose(fits["scaling|band"]["exponent"], 1.0)
+
+
+# ---------------------------------------------------------------- kernels and adapters
+
+def test_banded_and_naive_kernels_equal_the_reference():
+    from reference.banded import banded_attention, visible_keys
+    from reference.sliding_window import sliding_window_math
+    gen = torch.Generator().manual_seed(0)
+    for L, S, w, extent, block in [(37, 37, 5, "w", None), (7, 29, 3, "w", 2), (29, 29, 9, "w+1", 4),
+                                   (16, 16, 40, "w", None), (1, 13, 4, "w", None)]:
+        q = torch.randn(2, 3, L, 8, generator=gen, dtype=torch.float64)
+        k, v = (torch.randn(2, 3, S, 8, generator=gen, dtype=torch.float64) for _ in range(2))
+        tolerance.assert_close(banded_attention(q, k, v, w, extent=extent, block=block),
+                               sliding_window_math(q, k, v, w, extent=extent), dtype=torch.float64)
+    assert visible_keys(10, 4) == sum(min(i + 1, 4) for i in range(10)) / 10
+    from reference import registry
+    from reference.attention import attention_math
+    naive = registry.create("naive_attention")
+    q, k, v = (torch.randn(2, 3, 11, 8, generator=gen, dtype=torch.float64) for _ in range(3))
+    for causal in (False, True):
+        tolerance.assert_close(naive(q, k, v, is_causal=causal), attention_math(q, k, v, is_causal=causal),
+                               dtype=torch.float64)
+
+
+def test_hf_model_runs_on_the_target_kernel():
+    pytest.importorskip("transformers")
+    from reference import registry
+    from reference.attention import scaled_dot_product_attention as ref
+    calls = []
+
+    def counting_sdpa(*a, **kw):
+        calls.append(kw.get("attn_mask") is not None)
+        return ref(*a, **kw)
+    cfg = dict(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+               num_attention_heads=4, max_position_embeddings=64)
+    ids = torch.randint(0, 32, (2, 9), generator=torch.Generator().manual_seed(0))
+    for name, extra in (("hf_llama", {}), ("hf_mistral", {"window": 3})):
+        ours = registry.create(name, sdpa=counting_sdpa, num_key_value_heads=2, config=cfg,
+                               dtype=torch.float64, **extra)
+        assert ours.config._attn_implementation == "harness_target"
+        eager = registry.create(name, num_key_value_heads=2, config=cfg, dtype=torch.float64, **extra)
+        eager.config._attn_implementation = "sdpa"  # HF eager runs its softmax in float32
+        with torch.no_grad():
+            a, b = ours(ids).logits, eager(ids).logits
+            tolerance.assert_close(a, b, dtype=torch.float64)
+            # decoding on a DynamicCache (sliding-window layers for Mistral): same tokens
+            from harness.bench.kv_cache import generate
+            p = {"vocab": 32, "batch": 2, "prompt": 3, "new_tokens": 5}
+            steps_ours, steps_ref = generate(ours, p, "cpu"), generate(eager, p, "cpu")
+            assert steps_ours["cache_bytes"] == steps_ref["cache_bytes"]
+            assert torch.equal(steps_ours["tokens"], steps_ref["tokens"])  # same greedy decode
+    assert calls and all(calls)  # every call got an explicit mask
+
+
+def test_registry_is_pluggable():
+    from reference import registry
+    registry.register("test_entry")(lambda *, sdpa=None, **_: ("built", sdpa))
+    assert registry.create("test_entry", sdpa="S", unused=1) == ("built", "S")
+    assert {"naive_attention", "banded_window", "mistral_block", "hf_llama", "hf_mistral"} <= set(registry.names())
+    with pytest.raises(KeyError):
+        registry.create("no_such_entry")
+
+
+# ---------------------------------------------------------------- timers and telemetry
+
+def test_cpu_timer_blocks_and_statistics_with_a_fake_clock():
+    now = [0.0]
+    costs = iter([0.05] + [0.004] * 1000)  # a cold first call, then 4 ms calls
+
+    def fn():
+        now[0] += next(costs)
+    t = time_cpu(fn, min_block_s=0.02, min_run_s=0.1, min_blocks=5, max_run_s=1.0, warmup=0,
+                 clock=lambda: now[0])
+    assert t.number == 6  # recalibrated after the cold call: 6 x 4 ms >= 20 ms
+    assert t.repeats == 5 and math.isclose(t.median_s, 0.004) and math.isclose(t.min_s, 0.004)
+    assert math.isclose(t.iqr_s, 0.0, abs_tol=1e-12)
+
+
+def test_cpu_timer_reports_blocks():
+    t = time_cpu(lambda: torch.ones(64).sum(), min_block_s=0.002, min_run_s=0.01, min_blocks=3)
+    assert t.repeats >= 3 and t.number >= 1 and t.median_s > 0 and t.iqr_s >= 0
+    assert t.min_s <= t.median_s and t.method == "cpu_blocked"
+    assert set(t.metrics()) >= {"time_s", "time_iqr_s", "time_min_s", "repeats"}
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_cpu_peak_memory_sees_large_allocations(keep):
+    if not memory.cpu_hwm_supported():
+        pytest.skip("needs /proc/self/clear_refs (Linux)")
+    memory.keep_freed_memory(keep)
+    try:
+        del_me = torch.ones(32 * 2**20)  # 128 MiB allocated and freed: the heap may keep it
+        del del_me
+        out, peak, method = memory.peak_memory(lambda: torch.ones(16 * 2**20).sum(), "cpu")  # 64 MiB
+        assert method == "rss_hwm_delta" and float(out) == 16 * 2**20
+        assert 60 * 2**20 <= peak < 200 * 2**20
+    finally:
+        memory.keep_freed_memory(False)
+
+
+def test_telemetry_without_gpu_is_inert_and_summaries_reduce():
+    with Telemetry.for_device("cpu") as tel:
+        pass
+    assert tel.summary() is None
+    fake = iter([{"gpu_mem_used_bytes": 10, "power_w": 100.0, "sm_clock_mhz": 1500, "temp_c": 50},
+                 {"gpu_mem_used_bytes": 30, "power_w": 200.0, "sm_clock_mhz": 1400, "temp_c": 55}] * 1000)
+    with Telemetry(lambda: next(fake), interval_s=0.001) as tel:
+        torch.ones(1000).sum()
+    s = tel.summary()
+    assert s["samples"] >= 2 and s["gpu_mem_used_bytes"] in (10, 30) and s["temp_c"] in (50, 55)
+    assert summarize([]) is None
+    assert summarize([{"power_w": None, "gpu_mem_used_bytes": 5}])["power_w"] is None
+
+
+@needs_cuda
+def test_cuda_timer_uses_events():
+    a = torch.randn(1024, 1024, device="cuda")
+    t = time_fn(lambda: a @ a, "cuda", rep_ms=5.0, warmup_ms=1.0)
+    assert t.method == "cuda_events_l2flush" and t.repeats >= 10 and t.median_s > 0
+
+
+@needs_cuda
+def test_nvml_telemetry_samples_the_gpu():
+    pytest.importorskip("pynvml")
+    a = torch.randn(2048, 2048, device="cuda")
+    with Telemetry.for_device("cuda:0", interval_s=0.01) as tel:
+        for _ in range(20):
+            a @ a
+        torch.cuda.synchronize()
+    s = tel.summary()
+    assert s is not None and s["samples"] >= 1 and s["gpu_mem_used_bytes"] > 0
