@@ -108,7 +108,15 @@ def resolve_device(config: pytest.Config) -> str:
     import torch
     dev = config.getoption("device")
     if dev == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    return xdist_device(dev, os.environ.get("PYTEST_XDIST_WORKER"), torch.cuda.device_count())
+
+
+def xdist_device(dev: str, worker: str | None, n_gpus: int) -> str:
+    """Under pytest-xdist with several GPUs, worker gwN gets cuda:(N mod #GPUs): one worker
+    per device rather than every worker on cuda:0."""
+    if dev == "cuda" and worker and worker.startswith("gw") and n_gpus > 1:
+        return f"cuda:{int(worker[2:]) % n_gpus}"
     return dev
 
 

@@ -35,7 +35,11 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="the run folder")
     p.add_argument("--profile", default=None, choices=["cpu", "gpu", "tiny"],
                    help="sizes and budgets (default: gpu when the device is CUDA, else cpu)")
-    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--device", default="auto",
+                   help="cpu, cuda, cuda:N, auto (default), or all: one worker per CUDA device")
+    p.add_argument("--devices", default=None, metavar="LIST",
+                   help="one worker per listed device, e.g. cuda:0,cuda:1 (suites round-robin; "
+                        "each worker writes OUT/worker<i>_<device>)")
     p.add_argument("--resume", action="store_true",
                    help="keep the points already measured ok in DIR/results.jsonl, measure the rest")
     p.add_argument("--cases", default=None,
@@ -62,6 +66,31 @@ def _suites(text: str) -> list[str]:
     return names
 
 
+def _fan_out(args, suites, torch) -> int:
+    from harness.bench import devices
+
+    if args.devices:
+        chosen = [d.strip() for d in args.devices.split(",") if d.strip()]
+    else:
+        chosen = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+        if not chosen:
+            print("--device all: no CUDA device is available", file=sys.stderr)
+            return 2
+    # the caller's other options, passed on to every worker
+    argv = ["--impl", args.impl]
+    for flag, value in (("--profile", args.profile), ("--cases", args.cases), ("--sizes", args.sizes),
+                        ("--threads", args.threads)):
+        if value is not None:
+            argv += [flag, str(value)]
+    for flag, on in (("--resume", args.resume), ("--no-keep-memory", args.no_keep_memory),
+                     ("--strict", args.strict), ("--no-progress", args.no_progress)):
+        if on:
+            argv.append(flag)
+    for conv in args.convention:
+        argv += ["--convention", conv]
+    return devices.launch(argv, suites, chosen, args.out)
+
+
 def main(args) -> int:
     import torch
 
@@ -69,6 +98,8 @@ def main(args) -> int:
 
     started = time.perf_counter()
     suites = _suites(args.suite)
+    if args.devices or args.device == "all":
+        return _fan_out(args, suites, torch)
     device = args.device
     if device == "auto":
         device = "cuda:0" if torch.cuda.is_available() else "cpu"
