@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -200,15 +201,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _session_config.append(session.config)
 
 
+_FAILURE = re.compile(r"\[([\w.]+)\] ([^\n]*?) for target [^\n]*\n(?:E)?\s*([^\n]+)")
+
+
 def _short_reason(report: pytest.TestReport) -> str:
+    """One line for the table: why it was skipped, or the failure's kind and first message line."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     if report.failed:
         text = str(report.longrepr)
-        for line in text.splitlines():
-            if line.lstrip("E ").startswith("["):
-                return line.lstrip("E ").strip()
-        return text.strip().splitlines()[-1][:200] if text.strip() else "failed"
+        match = _FAILURE.search(text)
+        if match:
+            return f"{match.group(2)}: {match.group(3).strip()}"[:300]
+        lines = [ln for ln in text.strip().splitlines() if ln.startswith("E ")]
+        return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1])[:300] if text.strip() else "failed"
     return ""
 
 
