@@ -9,6 +9,7 @@ and the planted base itself pass everything; the declared-convention variants pa
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -156,3 +157,14 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
         assert cells[("attention.causal", target)] == "convention:top_left"
         assert cells[("attention.fully_masked_rows", target)] == "convention:zeros"
     assert cells[("sliding_window.window_extent", "reference")] == "convention:w"
+
+
+def test_failure_detail_in_the_report(pytester, tmp_path):
+    """The conformance report's failure detail says what went wrong, not just 'fail'."""
+    report = tmp_path / "report"
+    run_suite(pytester, [SUITES / "test_attention_masks.py"], [PLANTED / "finite_mask_constant.py"],
+              "test_bool_mask", "--conformance-report", str(report))
+    rows = json.loads((report / "conformance.json").read_text())["results"]
+    (row,) = [r for r in rows if r["property"] == "attention.bool_mask"]
+    assert row["result"] == "fail"
+    assert row["detail"].startswith("property violated: masked keys"), row["detail"]
