@@ -50,6 +50,29 @@ def floor_for(dtype: torch.dtype) -> float:
     return FLOOR.get(dtype, FLOOR[torch.float32])
 
 
+def _budget(ref: torch.Tensor, naive: torch.Tensor | None, dtype: torch.dtype) -> tuple[float, float]:
+    """(allowed error, naive same-dtype error) for a float64 CPU reference ``ref``."""
+    scale = max(1.0, float(ref[torch.isfinite(ref)].abs().max()) if torch.isfinite(ref).any() else 1.0)
+    naive_err = 0.0
+    if naive is not None:
+        n = naive.detach().to(torch.float64).cpu()
+        finite = torch.isfinite(ref) & torch.isfinite(n)
+        if finite.any():
+            naive_err = float((n - ref)[finite].abs().max())
+    return K * naive_err + floor_for(dtype) * scale, naive_err
+
+
+def allowance(ref64: torch.Tensor, naive: torch.Tensor | None = None,
+              dtype: torch.dtype | None = None) -> float:
+    """The error the policy allows against ``ref64`` (``naive``: the same math in ``dtype``).
+
+    For checks that compare two outputs of the target with each other rather than
+    one output with the reference (permutation, masked-key invariance, ...).
+    """
+    dtype = dtype or (naive.dtype if naive is not None else torch.float64)
+    return _budget(ref64.detach().to(torch.float64).cpu(), naive, dtype)[0]
+
+
 def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None,
             dtype: torch.dtype | None = None) -> Comparison:
     """Compare ``actual`` with a float64 reference under the policy.
@@ -64,14 +87,7 @@ def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | Non
     if act.shape != ref.shape:
         return Comparison(False, float("inf"), 0.0, 0.0, None,
                           f"shape {tuple(act.shape)} != expected {tuple(ref.shape)}")
-    scale = max(1.0, float(ref[torch.isfinite(ref)].abs().max()) if torch.isfinite(ref).any() else 1.0)
-    naive_err = 0.0
-    if naive is not None:
-        n = naive.detach().to(torch.float64).cpu()
-        finite = torch.isfinite(ref) & torch.isfinite(n)
-        if finite.any():
-            naive_err = float((n - ref)[finite].abs().max())
-    allowed = K * naive_err + floor_for(dtype) * scale
+    allowed, naive_err = _budget(ref, naive, dtype)
 
     ref_finite = torch.isfinite(ref)
     bad = ~torch.isfinite(act) & ref_finite

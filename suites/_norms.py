@@ -83,7 +83,7 @@ def matches(out, x, math: Callable, wide: bool = False, **kw) -> bool:
 def allowance(x, math: Callable, **kw) -> float:
     """The error the tolerance policy allows for math(x, **kw)."""
     nai = naive(math, x, **kw)
-    return tolerance.compare(nai, truth(math, x, **kw), nai, dtype=x.dtype).allowed
+    return tolerance.allowance(truth(math, x, **kw), nai, dtype=x.dtype)
 
 
 def worst(a: torch.Tensor, b: torch.Tensor) -> tuple[float, tuple[int, ...]]:

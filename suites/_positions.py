@@ -105,4 +105,4 @@ def score_allowance(cfg: RopeConfig, q, k, pq, pk, layout: str) -> float:
     """What the tolerance policy allows for the scores of RoPE'd q (at pq) and k (at pk)."""
     truth = scores(rope_truth(q, pq, cfg.base, layout), rope_truth(k, pk, cfg.base, layout))
     naive = scores(rope_naive(q, pq, cfg.base, layout), rope_naive(k, pk, cfg.base, layout))
-    return tolerance.compare(naive, truth, naive, dtype=q.dtype).allowed
+    return tolerance.allowance(truth, naive, dtype=q.dtype)

@@ -77,7 +77,7 @@ def check_linear_bias(target, cfg):
     vis = causal(Lq, Lk).expand(H, Lq, Lk)
     linear = -s.view(H, 1, 1) * dist  # (H, Lq, Lk)
     truth, naive = reference(H, Lq, Lk, dtype)
-    allowed = tolerance.compare(naive[vis], truth[vis], naive[vis], dtype=dtype).allowed
+    allowed = tolerance.allowance(truth[vis], naive[vis], dtype=dtype)
     diff = (rel - linear).abs().masked_fill(~vis, 0).nan_to_num(float("inf"))
     if float(diff.max()) > 2 * allowed:
         h, i, j = (int(v) for v in (diff == diff.max()).nonzero()[0])

@@ -53,7 +53,7 @@ def agree(out, s, t, T, what):
 
 def _allowed(s, t, T) -> float:
     nai = _naive(s, t, T)
-    return tolerance.compare(nai, _ref(s, t, T), nai, dtype=s.dtype).allowed
+    return tolerance.allowance(_ref(s, t, T), nai, dtype=s.dtype)
 
 
 def _matches(out, ref, naive, dtype) -> bool:

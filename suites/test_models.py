@@ -31,7 +31,7 @@ NSP_EXAMPLES = 3
 
 def _zero_allowance(dtype: torch.dtype) -> float:
     """What the tolerance policy allows around an exact zero for this dtype."""
-    return tolerance.compare(torch.zeros((), dtype=dtype), torch.zeros((), dtype=torch.float64), dtype=dtype).allowed
+    return tolerance.allowance(torch.zeros((), dtype=torch.float64), dtype=dtype)
 
 
 def _show(dep: torch.Tensor) -> str:

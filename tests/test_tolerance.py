@@ -144,3 +144,11 @@ def test_assert_close_reports_nan():
 def test_policy_constants_are_sane():
     assert tolerance.K >= 1
     assert FLOOR[F64] < FLOOR[torch.float32] < FLOOR[torch.float16] < FLOOR[torch.bfloat16]
+
+
+def test_allowance_is_the_budget_compare_uses():
+    ref = torch.tensor([1.0, -3.0], dtype=torch.float64)
+    naive = torch.tensor([1.001, -3.0], dtype=torch.float32)
+    assert tolerance.allowance(ref, naive, dtype=torch.float32) == \
+        tolerance.compare(naive, ref, naive, dtype=torch.float32).allowed
+    assert tolerance.allowance(ref, dtype=torch.float16) == tolerance.FLOOR[torch.float16] * 3.0
