@@ -44,7 +44,7 @@ def agree(out, q, k, v, what="output", **kw) -> tolerance.Comparison:
 def allowance(q, k, v, **kw) -> float:
     """The error the tolerance policy allows for attention(q, k, v, **kw)."""
     ref, nai = truth(q, k, v, **kw), naive(q, k, v, **kw)
-    return tolerance.compare(nai, ref, nai, dtype=q.dtype).allowed
+    return tolerance.allowance(ref, nai, dtype=q.dtype)
 
 
 def same(a, b, q, k, v, what, **kw) -> None:
@@ -67,13 +67,23 @@ def visibility(target, cfg: AttnConfig, **kw) -> torch.Tensor:
     query i is 1/|visible(i)| at each visible key and 0 elsewhere (V = identity).
     Returns bool (*batch, Hq, L, S); rows returning NaN or zeros see nothing.
     """
-    dt, dev = cfg.torch_dtype, target.device
-    q = torch.zeros(*cfg.batch, cfg.hq, cfg.L, cfg.E, dtype=dt, device=dev)
-    k = torch.zeros(*cfg.batch, cfg.hkv, cfg.S, cfg.E, dtype=dt, device=dev)
-    eye = torch.eye(cfg.S, dtype=dt, device=dev)
-    v = eye.expand(*cfg.batch, cfg.hkv, cfg.S, cfg.S).contiguous()
-    out = call_sdpa(target, cfg, q, k, v, **kw).float().nan_to_num(0.0)
-    return out > 0.5 / cfg.S
+    q, k, v = probe_inputs(cfg, target.device)
+    return seen_keys(call_sdpa(target, cfg, q, k, v, **kw), cfg.S)
+
+
+def probe_inputs(cfg: AttnConfig, device):
+    """The one-hot value probe: Q = K = 0 (every visible key scores the same), V = identity
+    over the S keys, so output row i holds 1/|visible(i)| at each key query i sees."""
+    dt = cfg.torch_dtype
+    q = torch.zeros(*cfg.batch, cfg.hq, cfg.L, cfg.E, dtype=dt, device=device)
+    k = torch.zeros(*cfg.batch, cfg.hkv, cfg.S, cfg.E, dtype=dt, device=device)
+    v = torch.eye(cfg.S, dtype=dt, device=device).expand(*cfg.batch, cfg.hkv, cfg.S, cfg.S).contiguous()
+    return q, k, v
+
+
+def seen_keys(out: torch.Tensor, S: int) -> torch.Tensor:
+    """The probe's output read back as bool visibility; NaN or zero rows see nothing."""
+    return out.float().nan_to_num(0.0) > 0.5 / S
 
 
 def show_mask(m: torch.Tensor) -> str:

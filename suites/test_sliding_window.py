@@ -20,7 +20,7 @@ from harness.guard import expect_tensor
 from harness.runner import impl, record_label, run
 from reference.masks import window_mask
 from reference.sliding_window import sliding_window_math
-from suites._attention import show_mask
+from suites._attention import probe_inputs, seen_keys, show_mask
 
 FAMILY = "sliding_window"
 SWA = "sliding_window_attention"
@@ -34,13 +34,10 @@ def call_swa(target, q, k, v, window, **kw):
 
 def measure_extent(target, cfg) -> tuple[str | None, torch.Tensor]:
     """Which keys each query sees: Q = K = 0 gives equal scores, V = identity reads them out."""
-    dt, dev = cfg.torch_dtype, target.device
-    q = torch.zeros(*cfg.batch, cfg.hq, cfg.L, cfg.E, dtype=dt, device=dev)
-    k = torch.zeros(*cfg.batch, cfg.hkv, cfg.S, cfg.E, dtype=dt, device=dev)
-    v = torch.eye(cfg.S, dtype=dt, device=dev).expand(*cfg.batch, cfg.hkv, cfg.S, cfg.S).contiguous()
-    vis = call_swa(target, q, k, v, cfg.window).float().nan_to_num(0.0) > 0.5 / cfg.S
+    q, k, v = probe_inputs(cfg, target.device)
+    vis = seen_keys(call_swa(target, q, k, v, cfg.window), cfg.S)
     for extent in KNOWN["window_extent"].values:
-        if bool((vis == window_mask(cfg.L, cfg.S, cfg.window, extent, device=dev)).all()):
+        if bool((vis == window_mask(cfg.L, cfg.S, cfg.window, extent, device=target.device)).all()):
             return extent, vis
     return None, vis
 
