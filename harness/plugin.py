@@ -156,9 +156,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def property_of(item: pytest.Item) -> str:
-    family = getattr(item.module, "FAMILY", item.module.__name__.rsplit(".", 1)[-1])
     name = getattr(item, "originalname", item.name).removeprefix("test_")
-    return f"{family}.{name}"
+    return runner.qualified_property(item.module.__name__, name)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -58,10 +58,15 @@ def impl(target: Target, name: str) -> Callable[..., Any]:
     return guarded
 
 
+def qualified_property(module_name: str, name: str) -> str:
+    """``FAMILY.name``: the suite module's FAMILY (default: its last dotted part) and the
+    property's own name; the conformance table's row."""
+    family = getattr(sys.modules.get(module_name), "FAMILY", module_name.rsplit(".", 1)[-1])
+    return f"{family}.{name}"
+
+
 def property_name(check: Callable) -> str:
-    module = sys.modules.get(check.__module__)
-    family = getattr(module, "FAMILY", check.__module__.rsplit(".", 1)[-1])
-    return f"{family}.{check.__name__.removeprefix('check_')}"
+    return qualified_property(check.__module__, check.__name__.removeprefix("check_"))
 
 
 def repro_command(target: Target, check: Callable, cfg: Config) -> str:
