@@ -39,6 +39,7 @@ class Context:
     store: Any                  # harness.bench.store.ResultStore
     peak_tflops: dict = field(default_factory=dict)
     cases: tuple[str, ...] | None = None   # only these cases (None: all)
+    threads: int | None = None  # the user's --threads (None: each suite's default)
     state: dict = field(default_factory=dict)
 
     def wants(self, case: str) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -119,12 +120,30 @@ def _check_device(ctx: Context, prof: FinetuneProfile) -> None:
         raise Skip(f"finetune profile {prof.name!r} needs CUDA (device is {ctx.device})")
 
 
+def train_threads(ctx: Context) -> int | None:
+    """CPU threads for training: the user's ``--threads``, else every core (the kernel suites time
+    on one thread to be comparable; this one measures accuracy, and its time is the time to
+    fine-tune on the whole machine). None on CUDA."""
+    if str(ctx.device).startswith("cuda"):
+        return None
+    if ctx.threads:
+        return ctx.threads
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores or 1
+
+
 def _per_seed(ctx: Context, prof: FinetuneProfile, **swap) -> list[dict]:
     data = data_of(ctx, prof)
     runs = []
+    threads, before = train_threads(ctx), torch.get_num_threads()
     for s in prof.seeds:
-        r = measured_train_eval(data, prof.hyper, s, ctx.device, max_steps=prof.max_steps, **swap)
-        runs.append(dict(r, n_test=len(data.test_labels)))
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            r = measured_train_eval(data, prof.hyper, s, ctx.device, max_steps=prof.max_steps, **swap)
+        finally:
+            torch.set_num_threads(before)
+        runs.append(dict(r, n_test=len(data.test_labels), threads=threads))
         print(f"[finetune] {r['attn_implementation']}{' +LayerNorm' if r['layernorms_swapped'] else ''} "
               f"seed {s}: accuracy {r['accuracy']:.4f}, train {r['train_time_s']:.1f} s, "
               f"eval {r['eval_time_s']:.1f} s", file=sys.stderr, flush=True)
@@ -154,7 +173,8 @@ def summarize(runs: list[dict], majority: float, prof: FinetuneProfile) -> dict:
                                default=None),
          "peak_mem_method": runs[0]["peak_mem_method"],
          "attn_implementation": runs[0]["attn_implementation"],
-         "layernorms_swapped": runs[0]["layernorms_swapped"], "min_accuracy": prof.min_accuracy}
+         "layernorms_swapped": runs[0]["layernorms_swapped"], "min_accuracy": prof.min_accuracy,
+         "threads": runs[0].get("threads")}
     n_test = runs[0].get("n_test")
     if n_test:
         m["accuracy_test_se"] = math.sqrt(mean * (1 - mean) / n_test)

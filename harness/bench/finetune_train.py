@@ -109,7 +109,8 @@ def build_model(device: str, seed: int, sdpa=None, layernorm_cls=None):
     hf_logging.disable_progress_bar()
     try:
         model = BertForSequenceClassification.from_pretrained(
-            str(fd.model_path()), num_labels=2, attn_implementation=attn)
+            str(fd.model_path()), num_labels=2, attn_implementation=attn,
+            dtype=torch.float32)  # fp32 master weights, also from a half-precision checkpoint
     finally:
         hf_logging.set_verbosity(verbosity)
         if bars:
@@ -131,11 +132,14 @@ def _schedule(step: int, total: int, warmup: int) -> float:
 
 
 def evaluate(model, data: Data, hyper: Hyper, device: str) -> tuple[float, float]:
-    """(accuracy, mean loss) on the test set, batches in file order."""
+    """(accuracy, mean loss) on the test set, in batches of similar length (shortest first: padding
+    is per batch, so this does the least padded work; the order does not change any prediction)."""
     model.eval()
     correct, loss_sum = 0, 0.0
+    order = sorted(range(len(data.test_ids)), key=lambda i: len(data.test_ids[i]))
+    ids, labels = [data.test_ids[i] for i in order], [data.test_labels[i] for i in order]
     with torch.no_grad():
-        for x, m, y in fd.batches(data.test_ids, data.test_labels, hyper.eval_batch_size, data.pad_id):
+        for x, m, y in fd.batches(ids, labels, hyper.eval_batch_size, data.pad_id):
             x, m, y = x.to(device), m.to(device), y.to(device)
             logits = model(input_ids=x, attention_mask=m).logits
             check_finite(logits, "eval logits")
