@@ -137,13 +137,12 @@ def compare(current: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
             rows.append({**head, **status})
         if base["status"] == "ok" and cur["status"] == "ok":
             rows += [{**head, **r} for r in _metric_rows(base, cur)]
-    for run_id in dict.fromkeys(r for r, _ in cur_points):
-        keys = {k for r, k in cur_points if r == run_id}
-        for key, base in base_points.items():
-            if key not in keys:
-                rows.append({"run_id": run_id, "machine": "", "key": key, "suite": base["suite"],
-                             "case": base["case"], "metric": "", "verdict": "missing",
-                             "note": "in the baseline, not in this run"})
+    measured = {k for _, k in cur_points}  # one job's points may lie in several run folders
+    for key, base in base_points.items():
+        if key not in measured:
+            rows.append({"run_id": "", "machine": "", "key": key, "suite": base["suite"],
+                         "case": base["case"], "metric": "", "verdict": "missing",
+                         "note": "in the baseline, not in any run compared"})
     table = pd.DataFrame(rows, columns=COLUMNS)
     for c in ("baseline", "current", "ratio", "allowed"):
         table[c] = table[c].astype("float64")

@@ -145,8 +145,25 @@ def load(path) -> Run:
     raise InputError(f"{path}: no such run folder or pytest-benchmark JSON file")
 
 
+def expand(paths) -> list[Path]:
+    """Each path, and for a folder also its immediate sub-folders that are run folders (the main
+    job's ``OUT/finetune``, ``bench --devices``' ``OUT/worker<i>_<device>``, a baseline's parts).
+    A folder with neither results.jsonl nor such sub-folders is an error; a folder named twice
+    is read once."""
+    out: dict[Path, Path] = {}
+    for p in map(Path, paths):
+        found = [p] if not p.is_dir() or (p / "results.jsonl").is_file() else []
+        if p.is_dir():
+            found += sorted(c for c in p.iterdir() if c.is_dir() and (c / "results.jsonl").is_file())
+            if not found:
+                raise InputError(f"{p}: not a run folder (no results.jsonl, no sub-folder with one)")
+        for f in found:
+            out.setdefault(f.resolve(), f)
+    return list(out.values())
+
+
 def load_runs(paths) -> list[Run]:
-    runs = [load(p) for p in paths]
+    runs = [load(p) for p in expand(paths)]
     seen: dict[str, int] = {}
     for run in runs:  # two folders with the same name (different parents) stay apart
         n = seen.get(run.run_id, 0)

@@ -236,3 +236,39 @@ def test_pytest_benchmark_json_accepted(tmp_path):
     assert (tmp_path / "o" / "plots" / "pytest-benchmark_scaling.png").stat().st_size > 2000
     slow = write_pytest_benchmark(tmp_path / "slow.json", median=0.006)
     assert report(slow, "--baseline", bench, "--out", tmp_path / "s", "--formats", "csv", "--no-plots") == 1
+
+
+def _split_job(root: Path, name: str, **kw) -> Path:
+    """One job in two run folders, as ``harness run`` writes it: OUT (kernels) + OUT/finetune."""
+    job = make_run(root, name, **kw)
+    rows = [json.loads(line) for line in (job / "results.jsonl").read_text().splitlines()]
+    ft = job / "finetune"
+    ft.mkdir()
+    (ft / "env.json").write_text((job / "env.json").read_text())
+    (ft / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["suite"] == "finetune"))
+    (job / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["suite"] != "finetune"))
+    return job
+
+
+def test_job_folder_reads_its_sub_folder_runs(tmp_path):
+    """``report OUT`` reads OUT and OUT/finetune; a baseline laid out the same way compares point by
+    point with nothing 'missing'; a folder named twice is read once."""
+    job, base = _split_job(tmp_path, "job"), _split_job(tmp_path, "base")
+    runs = load_runs([job, job / "finetune"])
+    assert sorted(r.path.name for r in runs) == ["finetune", "job"]
+    table = compare.compare(tidy(runs), tidy(load_runs([base])))
+    assert not (table["verdict"].isin(["missing", "new", "regression"])).any(), table["verdict"].tolist()
+    acc = table[(table["suite"] == "finetune") & (table["metric"] == "accuracy")]
+    assert len(acc) == 2 and (acc["verdict"] == "ok").all()
+    # the fine-tune half of the job alone: the kernel points are missing (once each, not per run)
+    alone = compare.compare(tidy(load_runs([job / "finetune"])), tidy(load_runs([base])))
+    missing = alone[alone["verdict"] == "missing"]
+    assert len(missing) == missing["key"].nunique() > 10
+    # a regression in the sub-folder run still fails the job
+    worse = _split_job(tmp_path, "worse", slow=2.0)
+    assert report(worse, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 1
+    regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
+    assert "finetune" in set(regs["suite"]) and "scaling" in set(regs["suite"])
+    (tmp_path / "hollow" / "sub").mkdir(parents=True)
+    with pytest.raises(InputError, match="no sub-folder"):
+        load_runs([tmp_path / "hollow"])
