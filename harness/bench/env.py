@@ -109,6 +109,8 @@ def collect(device: str = "cpu", argv: list[str] | None = None, peak: dict | Non
         # other processes' load when the run started: > cpu_count means timings are contended
         "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
+    if cuda:
+        env.update(cuda_details(dev))
     try:
         import transformers
         env["transformers"] = transformers.__version__
@@ -116,6 +118,30 @@ def collect(device: str = "cpu", argv: list[str] | None = None, peak: dict | Non
         env["transformers"] = None
     env.update(extra or {})
     return env
+
+
+def cuda_details(dev: torch.device) -> dict:
+    """What else decides GPU numbers: memory (where OOM starts), capability, cuDNN,
+    triton (the self-check's reference timer), the SDPA backends this build allows."""
+    out: dict = {}
+    for key, get in (
+        ("gpu_total_memory_bytes", lambda: torch.cuda.get_device_properties(dev).total_memory),
+        ("gpu_capability", lambda: ".".join(map(str, torch.cuda.get_device_capability(dev)))),
+        ("gpu_count", torch.cuda.device_count),
+        ("cudnn", torch.backends.cudnn.version),
+        ("cuda_matmul_fp32_precision", lambda: torch.backends.cuda.matmul.fp32_precision),
+        ("sdpa_backends_enabled", lambda: {
+            "flash": torch.backends.cuda.flash_sdp_enabled(),
+            "efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
+            "cudnn": torch.backends.cuda.cudnn_sdp_enabled(),
+            "math": torch.backends.cuda.math_sdp_enabled()}),
+        ("triton", lambda: __import__("triton").__version__),
+    ):
+        try:
+            out[key] = get()
+        except Exception:  # noqa: BLE001 - informational only
+            out[key] = None
+    return out
 
 
 def write(run_dir: Path, env: dict) -> Path:

@@ -5,6 +5,10 @@ cpu   a 2-core laptop/CI box: every suite in about 2-3 minutes. Scaling sweeps
       with 4 heads of 64 so the n^2 work dominates from n ~ 1k; blocks >= 20 ms.
 gpu   one large GPU: n = 1k..128k (memory-efficient kernels reach >= 64k; the
       naive math runs out of memory at some size, which is recorded as "oom").
+      A run-level time budget of 225 s (``time_budget_s``; ``--time-budget-s`` overrides,
+      0 = none): points that would start later are recorded as skipped, so the whole
+      ``bench`` stays under ~4.5 minutes even if a kernel is far slower than expected
+      (notes/GPU_PROFILE_ESTIMATE.md: about 1.5 minutes expected on an H200).
 tiny  unit tests: seconds in all.
 """
 from __future__ import annotations
@@ -77,8 +81,10 @@ class Profile:
     #: torch.utils.benchmark.Timer does by default: comparable across machines and not
     #: stalled by OpenMP barriers when another process shares the cores.
     threads: int | None = None
-    #: side of the square matmul that measures env.json's peak TFLOP/s (None: 2048 CPU, 8192 CUDA)
+    #: side of the square matmul that measures env.json's peak TFLOP/s (None: 1024 CPU, 8192 CUDA)
     peak_size: int | None = None
+    #: seconds after which ``bench`` starts no new point (None: no budget)
+    time_budget_s: float | None = None
 
 
 def _sqrt2_steps(lo: int, hi: int) -> tuple[int, ...]:
@@ -104,6 +110,7 @@ PROFILES: dict[str, Profile] = {
         KVCache(heads=16, head_dim=64, layers=4, batch=8, prompt=128, new_tokens=256, window=128,
                 dtype="bfloat16", intermediate=2048, vocab=4096),
         TimerCheck(size=512, dtype="bfloat16", tolerance=0.03),
+        time_budget_s=225.0,
     ),
     "tiny": Profile(
         "tiny",

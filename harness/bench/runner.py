@@ -7,14 +7,21 @@ A suite builds a list of ``Point``s (suite, case, params, ``measure``). For each
   ``MemoryError``) -> status "oom"; any other exception -> "error"; a non-finite
   output (``NonFinite``, raised by the measure via ``check_finite``) -> "nan";
   the reason says what happened and where, and the sweep goes on;
+- after a failure the exception's frames are cleared (a traceback keeps the failed
+  call's locals -- its tensors -- alive) and the device's cached memory is released
+  (``torch.cuda.empty_cache``), so the next point starts with the memory free;
 - NVML telemetry is sampled around the point on a GPU (``harness.bench.telemetry``);
-- the row is appended and flushed before the next point starts.
+- the row is appended and flushed before the next point starts;
+- with a ``deadline`` (``time.perf_counter()`` value; ``harness bench --time-budget-s``),
+  a point that would start after it is not run: its row is "skipped" with a reason
+  starting with "time budget". The point in flight is never interrupted.
 Progress is a tqdm bar whose postfix names the point being measured.
 """
 from __future__ import annotations
 
 import gc
 import sys
+import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -55,13 +62,32 @@ def check_finite(out, what: str = "output") -> None:
                 raise NonFinite(f"{what} has {bad} non-finite ({kind}) of {t.numel()} elements")
 
 
+#: RuntimeError texts of an allocation failure outside torch's caching allocator
+#: (cudaMalloc in a library, cuBLAS/cuDNN workspaces)
+OOM_TEXTS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+             "cudaerrormemoryallocation")
+#: the reason of a point not started because the run's time budget was spent
+BUDGET_REASON = "time budget"
+
+
 def is_oom(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
         return True
     oom_cls = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
     if oom_cls is not None and isinstance(exc, oom_cls):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(t in text for t in OOM_TEXTS)
+
+
+def release(exc: BaseException) -> None:
+    """Drop the locals of ``exc``'s traceback frames (the failed call's tensors); the
+    frames' code and line numbers stay, so ``describe_exception`` still works."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
 
 
 def describe_exception(exc: BaseException, limit: int = 400) -> str:
@@ -77,7 +103,11 @@ def describe_exception(exc: BaseException, limit: int = 400) -> str:
 def free_memory(device) -> None:
     gc.collect()
     if torch.device(device).type == "cuda" and torch.cuda.is_available():
-        torch.cuda.empty_cache()
+        try:
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+        except RuntimeError as exc:  # a broken CUDA context: the next point will say so
+            print(f"warning: could not release CUDA memory: {exc}", file=sys.stderr)
 
 
 @dataclass
@@ -88,6 +118,9 @@ class Point:
     measure: Callable[[], dict]
     #: also written into the row's metrics (e.g. the FLOP count known before running)
     static_metrics: dict = field(default_factory=dict)
+    #: True when the measurement already exists (a CPU sweep timed all sizes of the case):
+    #: the point is then recorded even after the time budget is spent
+    measured: Callable[[], bool] | None = None
 
     @property
     def key(self) -> str:
@@ -100,15 +133,29 @@ class Point:
 
 class Runner:
     def __init__(self, store: ResultStore, impl: str, device: str, progress: bool = True,
-                 verbose: bool = True):
+                 verbose: bool = True, deadline: float | None = None, budget_s: float | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         self.store, self.impl, self.device = store, impl, device
         self.progress, self.verbose = progress, verbose
+        self.deadline, self.budget_s, self.clock = deadline, budget_s, clock
         self.counts: Counter = Counter()
         self.rows: list[dict] = []
 
+    def over_budget(self) -> bool:
+        return self.deadline is not None and self.clock() > self.deadline
+
+    def budget_reason(self) -> str:
+        spent = f"{self.budget_s:g} s" if self.budget_s is not None else "the time"
+        return f"{BUDGET_REASON}: {spent} of the run spent before this point could start"
+
     def run_one(self, point: Point) -> dict:
         status, reason, metrics, telemetry = "ok", None, dict(point.static_metrics), None
+        if self.over_budget() and not (point.measured is not None and point.measured()):
+            row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
+                           point.params, "skipped", self.budget_reason(), metrics, None)
+            return self.store.append(row)
         tel = Telemetry.for_device(self.device)
+        failed = False
         try:
             with tel:
                 metrics.update(point.measure() or {})
@@ -117,7 +164,8 @@ class Runner:
         except Skip as exc:
             status, reason = "skipped", str(exc)
         except NonFinite as exc:
-            status, reason = "nan", str(exc)
+            status, reason, failed = "nan", str(exc), True
+            release(exc)
         except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
             if isinstance(exc, SystemExit):
                 status, reason = "error", f"SystemExit({exc.code}) raised by the code under test"
@@ -125,6 +173,9 @@ class Runner:
                 status, reason = "oom", describe_exception(exc)
             else:
                 status, reason = "error", describe_exception(exc)
+            failed = True
+            release(exc)
+        if failed:  # outside the except clause: the exception (and what it held) is gone
             free_memory(self.device)
         telemetry = tel.summary()
         row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
@@ -143,7 +194,7 @@ class Runner:
                 bar = tqdm(total=len(todo), desc=desc, unit="pt", dynamic_ncols=True, leave=True)
             except ImportError:  # tqdm is optional (extra "bench"): no bar
                 bar = None
-        rows = []
+        rows, budget_told = [], False
         try:
             for p in todo:
                 if bar is not None:
@@ -154,8 +205,12 @@ class Runner:
                 self.counts[row["status"]] += 1
                 if bar is not None:
                     bar.update(1)
-                if self.verbose and row["status"] != "ok":
+                budget = row["status"] == "skipped" and (row["reason"] or "").startswith(BUDGET_REASON)
+                if self.verbose and row["status"] != "ok" and not (budget and budget_told):
                     msg = f"[{desc}] {p.label()}: {row['status']}: {row['reason']}"
+                    if budget:
+                        msg += "; the remaining points are recorded as skipped"
+                        budget_told = True
                     (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))
         finally:
             _ACTIVE.clear()

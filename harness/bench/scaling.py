@@ -167,9 +167,14 @@ def _cpu_sweep(ctx: Context, case: str) -> dict:
                    if ctx.store is None or not ctx.store.is_done(make_key(SUITE, case, p))]
         slots = [Slot(p["n"], functools.partial(validate, ctx, case, p)) for p in pending]
         with torch.inference_mode():
-            timings = run_sweep(slots, ctx.profile.scaling, Skip, note)
+            timings = run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"))
         sweeps[case] = {s.n: (timings[s.n], s.metrics) for s in slots}
     return sweeps[case]
+
+
+def _swept(ctx: Context, case: str) -> bool:
+    """The case's CPU sweep has run (its sizes are measured, only to be recorded)."""
+    return case in ctx.state.get("sweeps", {})
 
 
 def measure(ctx: Context, case: str, p: dict) -> dict:
@@ -185,7 +190,8 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
         raise Skip(slow[case])
     call, extra = validate(ctx, case, p)
     with torch.inference_mode():
-        timing = time_fn(call, ctx.device, rep_ms=prof.rep_ms, warmup_ms=prof.warmup_ms)
+        timing = time_fn(call, ctx.device, rep_ms=prof.rep_ms, warmup_ms=prof.warmup_ms,
+                         max_run_s=prof.max_run_s)
     nxt = [n for n in prof.sizes if n > p["n"]]
     if nxt and timing.median_s * (nxt[0] / p["n"]) ** 2 > prof.max_call_s:
         slow[case] = (f"predicted {timing.median_s * (nxt[0] / p['n']) ** 2:.2f} s per call at "
@@ -204,7 +210,8 @@ def points(ctx: Context) -> list[Point]:
             continue
         case_params[case] = [params_for(case, n, prof, ctx.device) for n in prof.sizes]
         for p in case_params[case]:
-            out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p)))
+            out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
+                             measured=functools.partial(_swept, ctx, case)))
     return out
 
 

@@ -18,6 +18,10 @@ the same stopping rule as ``time_cpu``: at least 3 blocks, and ``min_blocks`` bl
 A size whose validation raises (error, NaN, out of memory) keeps its exception, which
 is re-raised when the runner asks for that point, so it is recorded with its status.
 
+With a ``deadline`` (the run's time budget, ``harness bench --time-budget-s``), no size is
+validated after it (skipped, the reason starts with "time budget") and the rounds stop
+once every live size has a sample.
+
 The runner still writes one row per size, but a case's rows are written when its sweep
 ends (the first point of a case runs the whole sweep): a crash loses the case in flight,
 and ``--resume`` then re-sweeps only that case's missing sizes.
@@ -62,11 +66,19 @@ def wants_more(slot: Slot, min_blocks: int, min_run_s: float, max_run_s: float) 
 
 
 def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseException],
-              note: Callable[[str], None] = lambda text: None) -> dict[int, Timing | BaseException]:
+              note: Callable[[str], None] = lambda text: None, deadline: float | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> dict[int, Timing | BaseException]:
     """Validate, calibrate and time ``slots`` (ascending n); returns n -> Timing or exception."""
+    from harness.bench.runner import BUDGET_REASON, release
+
+    def late() -> bool:
+        return deadline is not None and clock() > deadline
+
     live: list[Slot] = []
     stop: str | None = None
     for i, slot in enumerate(slots):
+        if stop is None and late():
+            stop = f"{BUDGET_REASON}: the run's time budget was spent before this size could start"
         if stop is not None:
             slot.error = skip_reason(stop)
             continue
@@ -78,6 +90,7 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - recorded by the runner for this point
+            release(exc)  # kept until the runner asks: without the failed call's tensors
             slot.error, slot.call = exc, None
             continue
         live.append(slot)
@@ -89,7 +102,7 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
     rnd = 0
     while True:
         todo = [s for s in live if wants_more(s, prof.min_blocks, prof.min_run_s, prof.max_run_s)]
-        if not todo:
+        if not todo or (late() and all(s.samples for s in live)):
             break
         note(f"round {rnd + 1}: {len(todo)} sizes")
         for slot in (todo if rnd % 2 == 0 else todo[::-1]):

@@ -19,14 +19,45 @@ from typing import Callable
 import torch
 
 
+def nvml_index(index: int) -> int:
+    """NVML's index of CUDA device ``index``: NVML numbers every GPU of the machine,
+    CUDA only the visible ones (``CUDA_VISIBLE_DEVICES=3``: cuda:0 is NVML's 3)."""
+    try:
+        return int(torch.cuda._get_nvml_device_index(index))
+    except Exception:  # noqa: BLE001 - private torch helper; absent or unable: same numbering
+        return index
+
+
+def _handle(pynvml, index: int):
+    """The NVML handle of CUDA device ``index``: by UUID (exact whatever the numbering
+    and CUDA_DEVICE_ORDER), else by NVML index."""
+    try:
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+    except Exception:  # noqa: BLE001 - no CUDA here, an old torch, a MIG instance
+        return pynvml.nvmlDeviceGetHandleByIndex(nvml_index(index))
+
+
 @functools.lru_cache(maxsize=None)
 def nvml_reader(index: int) -> Callable[[], dict] | None:
-    """A function returning one NVML sample for GPU ``index``, or None without NVML."""
+    """A function returning one NVML sample for CUDA device ``index``, or None without NVML.
+
+    Any failure (no nvidia-ml-py, no driver, ``nvmlInit`` failing, no such device) means
+    no telemetry, never an error. NVML stays initialised for the process (NVML counts
+    nvmlInit/nvmlShutdown pairs, so ``harness.bench.env``'s own pair does not end it).
+    """
     try:
         import pynvml
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-    except Exception:  # noqa: BLE001 - no driver, no library, no device
+    except Exception:  # noqa: BLE001 - no driver, no library
+        return None
+    try:
+        handle = _handle(pynvml, index)
+    except Exception:  # noqa: BLE001 - no such device
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
         return None
 
     def read() -> dict:
@@ -80,7 +111,8 @@ class Telemetry:
         dev = torch.device(device)
         if dev.type != "cuda" or not torch.cuda.is_available():
             return cls(None)
-        return cls(nvml_reader(dev.index or 0), interval_s)
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        return cls(nvml_reader(index), interval_s)
 
     def _loop(self) -> None:
         while True:
@@ -101,10 +133,12 @@ class Telemetry:
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=5)
+            if self._thread.is_alive():  # a hung NVML call: no end sample from this thread either
+                return
             try:
                 self.samples.append(self.read())  # one sample at the end of the point
             except Exception:  # noqa: BLE001
                 pass
 
     def summary(self) -> dict | None:
-        return summarize(self.samples) if self.read is not None else None
+        return summarize(list(self.samples)) if self.read is not None else None

@@ -13,7 +13,8 @@ each repetition a 256 MB buffer is overwritten (flushing the L2 cache so every
 repetition starts cold, as in a real model), then CUDA events are recorded around the
 call; one synchronize at the end, then ``elapsed_time`` of every pair. Events time
 the GPU stream, so an asynchronous launch is never mistaken for the kernel's time;
-nothing is timed with the host clock without a synchronize.
+nothing is timed with the host clock without a synchronize. A call slower than
+``rep_ms / 5`` is its own estimate and ``max_run_s`` caps its repetitions (>= 3).
 """
 from __future__ import annotations
 
@@ -104,40 +105,65 @@ def time_cpu(fn: Callable[[], object], min_block_s: float = 0.02, min_run_s: flo
     return summarize(samples, number, "cpu_blocked")
 
 
+def _cuda_events(n: int) -> list:
+    return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+
+
 def time_cuda(fn: Callable[[], object], warmup_ms: float = 25.0, rep_ms: float = 100.0,
               min_reps: int = 10, max_reps: int = 1000, flush: bool = True,
-              device: str | torch.device = "cuda") -> Timing:
-    """CUDA-event timing with an L2 flush before each repetition (triton's do_bench)."""
+              device: str | torch.device = "cuda", max_run_s: float | None = None) -> Timing:
+    """CUDA-event timing with an L2 flush before each repetition (triton's do_bench).
+
+    As triton: one call, a 5-call estimate (flush included), warm-up calls for
+    ``warmup_ms``, then ``rep_ms`` worth of repetitions (at least ``min_reps``, at most
+    ``max_reps``). Two differences for slow calls: a first call that alone takes more
+    than ``rep_ms / 5`` is the estimate (no 5-call estimate, no further warm-up: it was
+    one), and with ``max_run_s`` the repetitions are capped to that many seconds (but
+    at least 3), so a 2-second call costs seconds, not a minute. Events are recorded on
+    ``device``'s current stream with ``device`` current (``cuda:1`` times cuda:1).
+    """
     if not torch.cuda.is_available():
         raise RuntimeError("time_cuda needs CUDA")
     dev = torch.device(device)
-    buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=dev) if flush else None
-    fn()
-    torch.cuda.synchronize(dev)
-    # estimate one call (flush included, as triton does)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(5):
-        if buf is not None:
-            buf.zero_()
+    if dev.type != "cuda":
+        raise ValueError(f"time_cuda needs a CUDA device, got {device!r}")
+    with torch.cuda.device(dev):
+        stream = torch.cuda.current_stream(dev)
+        buf = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=dev) if flush else None
+        torch.cuda.synchronize(dev)
+        first_start, first_end = _cuda_events(2)
+        first_start.record(stream)
         fn()
-    end.record()
-    torch.cuda.synchronize(dev)
-    est_ms = max(start.elapsed_time(end) / 5, 1e-3)
-    n_warmup = max(1, int(warmup_ms / est_ms))
-    n_rep = max(min_reps, min(max_reps, int(rep_ms / est_ms)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
-    for _ in range(n_warmup):
-        fn()
-    for i in range(n_rep):
-        if buf is not None:
-            buf.zero_()  # L2 flush, outside the events
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize(dev)
-    samples = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+        first_end.record(stream)
+        torch.cuda.synchronize(dev)
+        first_ms = first_start.elapsed_time(first_end)
+        if first_ms * 5 > rep_ms:  # slow: the first call is the estimate and the warm-up
+            est_ms, n_warmup = max(first_ms, 1e-3), 0
+        else:  # estimate one call (flush included, as triton does)
+            start, end = _cuda_events(2)
+            start.record(stream)
+            for _ in range(5):
+                if buf is not None:
+                    buf.zero_()
+                fn()
+            end.record(stream)
+            torch.cuda.synchronize(dev)
+            est_ms = max(start.elapsed_time(end) / 5, 1e-3)
+            n_warmup = max(1, int(warmup_ms / est_ms))
+        n_rep = max(min_reps, min(max_reps, int(rep_ms / est_ms)))
+        if max_run_s is not None:
+            n_rep = min(n_rep, max(3, int(max_run_s * 1e3 / est_ms)))
+        starts, ends = _cuda_events(n_rep), _cuda_events(n_rep)
+        for _ in range(n_warmup):
+            fn()
+        for i in range(n_rep):
+            if buf is not None:
+                buf.zero_()  # L2 flush, outside the events
+            starts[i].record(stream)
+            fn()
+            ends[i].record(stream)
+        torch.cuda.synchronize(dev)
+        samples = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]  # elapsed_time is in ms
     return summarize(samples, 1, "cuda_events_l2flush" if flush else "cuda_events")
 
 
@@ -145,7 +171,8 @@ def time_fn(fn: Callable[[], object], device: str | torch.device = "cpu", **kw) 
     """``time_cuda`` on a CUDA device, else ``time_cpu``; ``kw`` go to the chosen one."""
     if torch.device(device).type == "cuda":
         return time_cuda(fn, device=device, **{k: v for k, v in kw.items()
-                                               if k in ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush")})
+                                               if k in ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush",
+                                                        "max_run_s")})
     return time_cpu(fn, **{k: v for k, v in kw.items()
                            if k in ("min_block_s", "min_run_s", "min_blocks", "max_run_s", "warmup")})
 
@@ -165,9 +192,10 @@ def reference_timer(fn: Callable[[], object], device: str | torch.device = "cpu"
     if torch.device(device).type == "cuda":
         try:
             from triton.testing import do_bench
-        except ImportError:
-            return None, "triton is not installed"
-        ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
+        except Exception as exc:  # noqa: BLE001 - absent, or broken against this torch/driver
+            return None, f"triton.testing.do_bench is not importable ({type(exc).__name__}: {exc})"[:300]
+        with torch.cuda.device(torch.device(device)):  # do_bench times the current device
+            ms = do_bench(fn, warmup=25, rep=100, return_mode="median")
         return ms / 1e3, "triton.testing.do_bench"
     from torch.utils import benchmark
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())

@@ -8,6 +8,12 @@ The run folder (notes/RESULTS_SCHEMA.md): env.json (written first), results.json
 the end. A point that fails (exception, NaN output, out of memory) is recorded with
 its status and reason and the run goes on. Exit status 0 when the run completed;
 with ``--strict``, 1 when an acceptance check failed.
+
+Time budget (``--time-budget-s``, default the profile's: 225 s for gpu, none otherwise;
+the default does not apply to finetune): no point starts after the budget is spent; the
+rest are recorded as skipped with a reason starting "time budget". With a budget, the
+open-ended scaling sweep runs after the other suites, so a budget hit costs its largest
+sizes, not the quick checks.
 """
 from __future__ import annotations
 
@@ -46,11 +52,15 @@ def add_parser(sub) -> None:
                    help="comma-separated case names to run (default: all of each suite)")
     p.add_argument("--sizes", default=None, help="override the scaling sizes, e.g. 512,1024,2048")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: the profile's; cpu profile: 1)")
+                   help="torch CPU threads (default: the profile's; cpu profile: 1; "
+                        "the finetune suite trains on every core)")
     p.add_argument("--no-keep-memory", action="store_true",
                    help="CPU: leave glibc returning freed memory to the kernel (timings then "
                         "include page faults); see harness/bench/memory.py")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--time-budget-s", type=float, default=None, metavar="SECONDS",
+                   help="start no new point after this many seconds of the run; the rest are "
+                        "recorded as skipped (default: the profile's, gpu 225 s; 0: no budget)")
     p.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
@@ -79,7 +89,7 @@ def _fan_out(args, suites, torch) -> int:
     # the caller's other options, passed on to every worker
     argv = ["--impl", args.impl]
     for flag, value in (("--profile", args.profile), ("--cases", args.cases), ("--sizes", args.sizes),
-                        ("--threads", args.threads)):
+                        ("--threads", args.threads), ("--time-budget-s", args.time_budget_s)):
         if value is not None:
             argv += [flag, str(value)]
     for flag, on in (("--resume", args.resume), ("--no-keep-memory", args.no_keep_memory),
@@ -89,6 +99,36 @@ def _fan_out(args, suites, torch) -> int:
     for conv in args.convention:
         argv += ["--convention", conv]
     return devices.launch(argv, suites, chosen, args.out)
+
+
+def _cuda_problem(device: str, torch) -> str | None:
+    """Why ``device`` (cuda or cuda:N) cannot be used, or None."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        return str(exc)
+    if not torch.cuda.is_available():
+        return "CUDA is not available"
+    count = torch.cuda.device_count()
+    if dev.index is not None and dev.index >= count:
+        return f"no such device: {count} CUDA device(s) visible (cuda:0..cuda:{count - 1})"
+    return None
+
+
+def time_budget(args, profile) -> float | None:
+    """Seconds of the run's budget: --time-budget-s, else the profile's; 0 or less = none."""
+    budget = getattr(args, "time_budget_s", None)
+    if budget is None:
+        budget = getattr(profile, "time_budget_s", None)
+    return budget if budget and budget > 0 else None
+
+
+def order_for_budget(suites: list[str], budget: float | None) -> list[str]:
+    """With a budget, the open-ended suites (scaling, finetune) go last."""
+    if budget is None:
+        return list(suites)
+    late = ("scaling", "finetune")
+    return [s for s in suites if s not in late] + [s for s in late if s in suites]
 
 
 def main(args) -> int:
@@ -105,9 +145,14 @@ def main(args) -> int:
         device = "cuda:0" if torch.cuda.is_available() else "cpu"
     elif device == "cuda":
         device = "cuda:0"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        print("--device cuda: CUDA is not available", file=sys.stderr)
-        return 2
+    if device.startswith("cuda"):
+        problem = _cuda_problem(device, torch)
+        if problem:
+            print(f"--device {device}: {problem}", file=sys.stderr)
+            return 2
+        # everything that uses the current device (CUDA events, triton's do_bench) must
+        # see this one: with --device cuda:1 the events would otherwise time cuda:0
+        torch.cuda.set_device(torch.device(device))
     profile = profiles.get(args.profile or ("gpu" if device.startswith("cuda") else "cpu"),
                            sizes=[int(s) for s in args.sizes.split(",")] if args.sizes else None)
     # process-wide settings for the run, restored afterwards (bench may run inside pytest)
@@ -139,19 +184,30 @@ def _run(args, suites, device, profile, allocator, started) -> int:
         print(f"warning: target {args.impl!r} does not load; its cases will be recorded as errors:\n"
               f"{target.load_error}", file=sys.stderr)
     store = ResultStore(args.out, resume=args.resume)
+    budget = time_budget(args, profile)
+    deadline = started + budget if budget is not None else None
+    suites = order_for_budget(suites, budget)
     print(f"harness bench: target {args.impl}, device {device}, profile {profile.name}, "
-          f"suites {','.join(suites)} -> {store.dir}", file=sys.stderr)
+          f"suites {','.join(suites)}" + (f", time budget {budget:g} s" if budget is not None else "")
+          + f" -> {store.dir}", file=sys.stderr)
     peak = env.measure_peak_tflops(device, size=profile.peak_size)
     env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
                                      extra={"profile": profile.name, "impl": args.impl,
-                                            "suites": suites, "cpu_allocator": allocator}))
+                                            "suites": suites, "cpu_allocator": allocator,
+                                            "time_budget_s": budget}))
     ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
                   peak_tflops=peak,
-                  cases=tuple(c.strip() for c in args.cases.split(",")) if args.cases else None)
-    runner = Runner(store, args.impl, device, progress=not args.no_progress)
+                  cases=tuple(c.strip() for c in args.cases.split(",")) if args.cases else None,
+                  threads=args.threads)
+    ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
+    runner = Runner(store, args.impl, device, progress=not args.no_progress, deadline=deadline,
+                    budget_s=budget)
     checks = []
     for name in suites:
         module = importlib.import_module(SUITE_MODULES[name])
+        # the profile's default budget is for the benchmark suites; finetune (minutes of
+        # training by design) is cut only by an explicit --time-budget-s
+        runner.deadline = deadline if (name != "finetune" or args.time_budget_s is not None) else None
         runner.run(module.points(ctx), desc=name)
         checks += module.summary(ctx, store.rows())
     rows = store.rows()
