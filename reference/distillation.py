@@ -36,6 +36,18 @@ def distillation_math(student_logits, teacher_logits, temperature=1.0, compute_d
     return kl_rows(student_logits, teacher_logits, temperature, compute_dtype).mean()
 
 
+def distillation_kl_div(student_logits, teacher_logits, temperature=1.0, compute_dtype=torch.float64):
+    """The same loss the way most code writes it (DistilBERT, Hinton et al.'s recipe):
+    ``kl_div(log_softmax(s / T), softmax(t / T), reduction="sum") / rows * T^2``. Identical in
+    exact arithmetic; in a low precision it rounds differently from ``distillation_math`` (it
+    takes the log of the rounded teacher probabilities), so the suites measure a same-precision
+    implementation's error as the larger of the two."""
+    s = (student_logits.to(compute_dtype) / temperature).reshape(-1, student_logits.shape[-1])
+    t = (teacher_logits.to(compute_dtype) / temperature).reshape(-1, teacher_logits.shape[-1])
+    kl = torch.nn.functional.kl_div(torch.log_softmax(s, dim=-1), torch.softmax(t, dim=-1), reduction="sum")
+    return kl / s.shape[0] * temperature ** 2
+
+
 def cross_entropy_math(student_logits, target_ids, compute_dtype=torch.float64):
     """mean over rows of -log softmax(student)[y]: what KL reduces to for a one-hot teacher at T = 1."""
     log_ps = torch.log_softmax(student_logits.to(compute_dtype), dim=-1)

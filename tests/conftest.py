@@ -1,4 +1,5 @@
 import importlib
+import os
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,14 @@ def _isolated():
     settings.load_profile(profile)
     guard.set_timeout(timeout)
 
+
+# The suites' explicit @settings(...) take their other values (deadline, derandomize, health
+# checks) from the profile loaded when they are decorated. A user's session imports the suites after
+# the plug-in loaded its profile; this session imports them below, so load it first (else
+# Hypothesis' own default, with its 200 ms deadline, would be frozen into them outside CI).
+import harness.plugin  # noqa: E402,F401  (registers the profiles)
+
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
 # first imported inside a run (pandas and tabulate for the conformance table, the suites)
