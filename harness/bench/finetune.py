@@ -40,6 +40,7 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, measured_train_eval, prepare
 from harness.bench.runner import Point, Skip
+from reference import finetune_data as fd
 
 SUITE = "finetune"
 CASES = ("majority_class", "reference", "swap.sdpa", "swap.layernorm")
@@ -265,7 +266,8 @@ def params_of(prof: FinetuneProfile) -> dict:
     return {"profile": prof.name, "model": "all-MiniLM-L6-v2", "data": "rotten_tomatoes_by_movie",
             "train_examples": prof.train_examples if prof.train_examples is not None else "all",
             "test_examples": prof.test_examples if prof.test_examples is not None else "all",
-            "seeds": ",".join(map(str, prof.seeds)), "max_steps": prof.max_steps, **prof.hyper.as_params()}
+            "seeds": ",".join(map(str, prof.seeds)), "max_steps": prof.max_steps, **prof.hyper.as_params(),
+            **fd.weights_params()}  # {"weights": "fp16_rounded_copy"} on the GPU run, {} otherwise
 
 
 def points(ctx: Context) -> list[Point]:
@@ -274,7 +276,10 @@ def points(ctx: Context) -> list[Point]:
                 "reference": functools.partial(measure_reference, ctx),
                 "swap.sdpa": functools.partial(measure_swap, ctx, "sdpa"),
                 "swap.layernorm": functools.partial(measure_swap, ctx, "layernorm")}
-    return [Point(SUITE, case, params_of(prof), measures[case]) for case in CASES if ctx.wants(case)]
+    note = fd.weights_note()  # where the weights came from when not the package's float32 original
+    static = {"weights_note": note} if note else {}
+    return [Point(SUITE, case, params_of(prof), measures[case], static_metrics=dict(static))
+            for case in CASES if ctx.wants(case)]
 
 
 def summary(ctx: Context, rows: list[dict]) -> list[Check]:
