@@ -21,11 +21,14 @@ from reference.masks import causal_mask
 
 
 def attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                   scale=None, enable_gqa=False, compute_dtype=torch.float64):
+                   scale=None, enable_gqa=False, compute_dtype=torch.float64, scale_at="scores"):
     """The textbook math in ``compute_dtype``; returns a tensor of that dtype.
 
     Used twice by the tolerance policy: in float64 as the truth, and in the
-    input dtype as the "naive same-precision" error yardstick.
+    input dtype as the "naive same-precision" error yardstick. ``scale_at`` says where the
+    1/sqrt(E) goes, which only changes the rounding: "scores" ((q k^T) * scale, the textbook),
+    "query" ((q * scale) k^T, FlashAttention), "split" ((q sqrt(scale)) (k sqrt(scale))^T,
+    torch's math backend).
     """
     q, k, v = (t.to(compute_dtype) for t in (query, key, value))
     E, L, S = q.shape[-1], q.shape[-2], k.shape[-2]
@@ -36,7 +39,15 @@ def attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=F
         k = k.repeat_interleave(hq // hkv, dim=-3)  # (..., Hq, S, E)
         v = v.repeat_interleave(hq // hkv, dim=-3)  # (..., Hq, S, Ev)
     scale = 1.0 / math.sqrt(E) if scale is None else scale
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., Hq, L, S)
+    if scale_at == "scores":
+        scores = (q @ k.transpose(-2, -1)) * scale  # (..., Hq, L, S)
+    elif scale_at == "query":
+        scores = (q * scale) @ k.transpose(-2, -1)
+    elif scale_at == "split":
+        root = math.sqrt(scale)
+        scores = (q * root) @ (k * root).transpose(-2, -1)
+    else:
+        raise ValueError(f"scale_at must be 'scores', 'query' or 'split', got {scale_at!r}")
     visible = torch.ones(L, S, dtype=torch.bool, device=q.device)
     if is_causal:
         visible = causal_mask(L, S, "top_left", device=q.device)
