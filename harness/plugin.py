@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -24,15 +25,18 @@ from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, load_target
 _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                       HealthCheck.differing_executors])
-#: ci: derandomized, small; dev: random, same size; thorough: 10x the examples
+#: harness-ci: derandomized, small; harness-dev: random, same size; harness-thorough: 10x the
+#: examples. Namespaced: a plain "ci" would replace Hypothesis' own "ci" profile (which it loads by
+#: itself when $CI is set) in every session where the harness is installed.
 #: ci skips Hypothesis' explain phase (it replays each failure ~100 times under tracing)
-settings.register_profile("ci", max_examples=30, derandomize=True,
+settings.register_profile("harness-ci", max_examples=30, derandomize=True,
                           phases=[p for p in Phase if p is not Phase.explain], **_COMMON)
-settings.register_profile("dev", max_examples=30, **_COMMON)
-settings.register_profile("thorough", max_examples=300, **_COMMON)
+settings.register_profile("harness-dev", max_examples=30, **_COMMON)
+settings.register_profile("harness-thorough", max_examples=300, **_COMMON)
 
 _TARGETS_KEY = pytest.StashKey[list]()
 _RESULTS_KEY = pytest.StashKey[list]()
+_HARNESS_KEY = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,17 +64,39 @@ def target_specs(config: pytest.Config) -> list[str]:
     return specs or [DEFAULT_TARGET]
 
 
+#: the project root (suites/, tests/): a session run on paths in it is a harness session
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def is_harness_session(config: pytest.Config) -> bool:
+    """Whether this pytest run is about the harness: ``--impl`` / ``$HARNESS_IMPL``, a path
+    argument in (or above) this project, or ``suites`` as a package. The plug-in is loaded by
+    every pytest run in an environment where the harness is installed; in another project's
+    session it changes nothing global (no Hypothesis profile, no torch thread count, no header)."""
+    if config.getoption("impl") or os.environ.get("HARNESS_IMPL"):
+        return True
+    for arg in config.args:
+        head = arg.split("::")[0]
+        if head.split(".")[0] == "suites" and not head.endswith(".py"):
+            return True
+        p = Path(head).resolve()
+        if p == _ROOT or _ROOT in p.parents or p in _ROOT.parents:
+            return True
+    return False
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs(name): the protocol name a test calls; "
                                        "skipped when the target lacks it")
+    config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
+    config.stash[_RESULTS_KEY] = []
+    if not harness:
+        return
     if not config.getoption("hypothesis_profile", None):
-        settings.load_profile("ci" if os.environ.get("CI") else "dev")
+        settings.load_profile("harness-ci" if os.environ.get("CI") else "harness-dev")
     guard.set_timeout(config.getoption("impl_timeout"))
     _set_threads(config)
-    conventions = parse_cli(config.getoption("convention"))
-    device = resolve_device(config)
-    config.stash[_TARGETS_KEY] = [load_target(s, conventions, device) for s in target_specs(config)]
-    config.stash[_RESULTS_KEY] = []
+    targets(config)
 
 
 def _set_threads(config: pytest.Config) -> None:
@@ -84,10 +110,17 @@ def _set_threads(config: pytest.Config) -> None:
 
 
 def targets(config: pytest.Config):
+    """The targets under test, loaded on first use."""
+    if _TARGETS_KEY not in config.stash:
+        conventions = parse_cli(config.getoption("convention"))
+        device = resolve_device(config)
+        config.stash[_TARGETS_KEY] = [load_target(s, conventions, device) for s in target_specs(config)]
     return config.stash[_TARGETS_KEY]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not config.stash.get(_HARNESS_KEY, False):
+        return []
     import torch
     from harness import __version__
     lines = [f"harness {__version__}: torch {torch.__version__}, device {resolve_device(config)}, "

@@ -28,7 +28,7 @@ def _isolated():
 # Hypothesis' own default, with its 200 ms deadline, would be frozen into them outside CI).
 import harness.plugin  # noqa: E402,F401  (registers the profiles)
 
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.load_profile("harness-ci" if os.environ.get("CI") else "harness-dev")
 
 # Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
 # first imported inside a run (pandas and tabulate for the conformance table, the suites)

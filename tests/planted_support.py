@@ -32,7 +32,7 @@ def run_suite(pytester, suite_files, impls, k=None, *extra):
         args += ["--impl", str(impl)]
     if k:
         args += ["-k", k]
-    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci",
+    return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "harness-ci",
                                         *extra)
 
 

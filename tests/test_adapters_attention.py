@@ -18,7 +18,7 @@ ADAPTERS = ["harness.adapters.hf_attention", "harness.adapters.hf_bert_attention
 def test_hf_eager_attention_passes_every_property(pytester, tmp_path):
     report = tmp_path / "report"
     args = [str(s) for s in SUITES] + [a for t in ADAPTERS for a in ("--impl", t)]
-    result = pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "ci",
+    result = pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "harness-ci",
                                           "--conformance-report", str(report))
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]

@@ -25,11 +25,11 @@ THREE = "test_agreement or test_scale or test_causal"
 #: The ci profile minus Hypothesis's explain phase: after a failure that phase
 #: replays ~100 variations, which for a target that fails every call only repeats
 #: the same message (and costs most of the run time).
-settings.register_profile("hostile", parent=settings.get_profile("ci"),
+settings.register_profile("hostile", parent=settings.get_profile("harness-ci"),
                           phases=[Phase.explicit, Phase.generate, Phase.shrink])
 #: A target that hangs costs --impl-timeout per call, and Hypothesis keeps generating
 #: after the first failure, so that case replays one example per property.
-settings.register_profile("hostile-one-call", parent=settings.get_profile("ci"),
+settings.register_profile("hostile-one-call", parent=settings.get_profile("harness-ci"),
                           max_examples=1, phases=[Phase.explicit, Phase.generate])
 
 

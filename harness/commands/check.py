@@ -31,7 +31,7 @@ def pytest_argv(args) -> list[str]:
     if args.report:
         argv += ["--conformance-report", args.report]
     if args.profile:
-        argv += ["--hypothesis-profile", args.profile]
+        argv += ["--hypothesis-profile", f"harness-{args.profile}"]
     if args.keyword:
         argv += ["-k", args.keyword]
     return argv + list(args.pytest_args)
