@@ -161,24 +161,68 @@ def test_identical_run_exit_0(tmp_path, capsys):
     assert "no regression" in capsys.readouterr().out
 
 
-def test_slowed_run_is_a_regression(tmp_path, capsys):
-    run, base = make_run(tmp_path, "run", slow=2.0), make_run(tmp_path, "base")
+def _scale_times(run: Path, factor: float, case: str | None = None, n: int | None = None) -> None:
+    """Multiply the time of matching scaling points (and divide their rates) in a run folder."""
+    rows = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["suite"] == "scaling" and r["status"] == "ok" and case in (None, r["case"]) \
+                and n in (None, r["params"]["n"]):
+            m = r["metrics"]
+            m["time_s"] *= factor
+            m["time_iqr_s"] *= factor
+            m["tflops"] /= factor
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_one_slower_kernel_is_a_regression(tmp_path, capsys):
+    run, base = make_run(tmp_path, "run"), make_run(tmp_path, "base")
+    _scale_times(run, 2.0, "banded_window", 1024)
     assert report(run, "--baseline", base, "--out", tmp_path / "o", "--no-plots") == 1
     regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
     key = 'scaling|banded_window|{"batch": 1, "dtype": "float32", "head_dim": 64, "heads": 4, ' \
           '"n": 1024, "window": 128}'
-    assert key in set(regs["key"])
-    assert set(regs["metric"]) == {"time_s", "tflops", "tokens_per_s"}
+    assert set(regs["key"]) == {key} and set(regs["metric"]) == {"time_s", "tflops"}
     assert "banded_window" in (tmp_path / "o" / "regressions.md").read_text()
     assert "REGRESSIONS" in capsys.readouterr().out
 
 
+def test_machine_drift_is_taken_out_but_a_large_one_is_a_regression(tmp_path):
+    """Everything 15 % slower (a busy shared machine): no point regresses, the suite row says x1.15
+    within its 25 % CPU floor. Everything 2x slower: the suite row is the regression, not 40 points.
+    A kernel 2x slower on a machine 15 % faster is still caught (net of the drift)."""
+    base = make_run(tmp_path, "base")
+    busy = make_run(tmp_path, "busy")
+    _scale_times(busy, 1.15)
+    table = compare.compare(tidy(load_runs([busy])), tidy(load_runs([base])))
+    suite_row = table[(table["metric"] == "time_s:suite_median") & (table["suite"] == "scaling")]
+    assert len(suite_row) == 1 and suite_row["current"].iloc[0] == pytest.approx(1.15)
+    assert suite_row["verdict"].iloc[0] == "ok" and not (table["verdict"] == "regression").any()
+    slow = make_run(tmp_path, "slow")
+    _scale_times(slow, 2.0)
+    regs = compare.regressions(compare.compare(tidy(load_runs([slow])), tidy(load_runs([base]))))
+    assert regs["metric"].tolist() == ["time_s:suite_median"] and regs["suite"].tolist() == ["scaling"]
+    mixed = make_run(tmp_path, "mixed")
+    _scale_times(mixed, 1 / 1.15)
+    _scale_times(mixed, 2.0, "reference.naive", 2048)
+    regs = compare.regressions(compare.compare(tidy(load_runs([mixed])), tidy(load_runs([base]))))
+    assert set(regs["case"]) == {"reference.naive"} and set(regs["metric"]) == {"time_s", "tflops"}
+
+
+def test_cpu_memory_has_an_absolute_slack_gpu_memory_does_not():
+    base = {"peak_mem_bytes": 4e6}
+    assert compare.tolerance("peak_mem_bytes", base, "cpu") == pytest.approx(compare.MEM_SLACK_CPU / 4e6)
+    assert compare.tolerance("peak_mem_bytes", base, "cuda:0") == compare.FLOOR["peak_mem_bytes"]
+    assert compare.tolerance("peak_mem_bytes", {"peak_mem_bytes": 4e9}, "cpu") == compare.FLOOR["peak_mem_bytes"]
+    assert compare.tolerance("time_s", {"time_s": 1.0}, "cpu") == compare.TIME_FLOOR["cpu"]
+    assert compare.tolerance("time_s", {"time_s": 1.0}, "cuda:0") == compare.TIME_FLOOR["cuda"]
+
+
 def test_noisy_run_within_spread_exit_0(tmp_path):
-    base = make_run(tmp_path, "base", iqr=0.25)  # allowed: 2 x 25 % = 50 %
-    jitter = {256: 1.3, 512: 0.75, 1024: 1.4, 2048: 0.9, 4096: 1.2}
+    base = make_run(tmp_path, "base", iqr=0.35)  # allowed: 2 x 35 % = 70 %
+    jitter = {256: 1.0, 512: 1.0, 1024: 1.6, 2048: 1.0, 4096: 1.0}
     run = make_run(tmp_path, "run", iqr=0.3, jitter=jitter)
     assert report(run, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 0
-    # the same jitter against a quiet baseline (floor 10 %) is a regression
+    # the same jitter against a quiet baseline (CPU floor 25 %) is a regression
     quiet = make_run(tmp_path, "quiet", iqr=0.01)
     assert report(run, "--baseline", quiet, "--out", tmp_path / "q", "--formats", "csv", "--no-plots") == 1
 
@@ -265,7 +309,7 @@ def test_job_folder_reads_its_sub_folder_runs(tmp_path):
     missing = alone[alone["verdict"] == "missing"]
     assert len(missing) == missing["key"].nunique() > 10
     # a regression in the sub-folder run still fails the job
-    worse = _split_job(tmp_path, "worse", slow=2.0)
+    worse = _split_job(tmp_path, "worse", slow=2.0)  # tokens_per_s halves too (finetune has no time_s)
     assert report(worse, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 1
     regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
     assert "finetune" in set(regs["suite"]) and "scaling" in set(regs["suite"])
