@@ -156,3 +156,34 @@ def test_smoke_profile_end_to_end(tmp_path):
     df = tidy(load_runs([out]))
     acc = df[(df["suite"] == "finetune") & (df["metric"] == "accuracy")]
     assert set(acc["case"]) == {"majority_class", "reference", "swap.sdpa"}
+
+
+def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(tmp_path, monkeypatch):
+    """Each seed is appended to finetune_seeds.jsonl as it finishes: a run that dies at seed 1
+    keeps seed 0, and --resume trains seed 1 only (the GPU run's stages have hard time limits)."""
+    _needs_all()
+    from harness.bench.finetune_run import run
+    trained, die_at = [], {1}
+
+    def fake(data, hyper, seed, device, **kw):
+        if seed in die_at:
+            die_at.discard(seed)
+            raise RuntimeError("killed by the stage's time limit")
+        trained.append(seed)
+        return {"accuracy": 0.7 + seed / 100, "train_time_s": 1.0, "eval_time_s": 0.1, "steps": 8,
+                "train_loss_last": 0.5, "test_loss": 0.6, "attn_implementation": "sdpa",
+                "layernorms_swapped": 0, "peak_mem_bytes": None, "peak_mem_method": "unavailable"}
+
+    monkeypatch.setattr(ft, "measured_train_eval", fake)
+    out = tmp_path / "run"
+    rows, _ = run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
+    assert [r["status"] for r in rows] == ["error"] and trained == [0]
+    kept = [json.loads(line) for line in (out / ft.SEEDS_FILE).read_text().splitlines()]
+    assert len(kept) == 1 and kept[0]["key"].endswith("|cpu|seed=0") and kept[0]["run"]["accuracy"] == 0.7
+    rows, _ = run(out, "reference", "tiny", ["reference"], seeds=[0, 1], resume=True)
+    assert trained == [0, 1]  # seed 0 not trained again
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 1 and ok[0]["metrics"]["accuracy_seeds"] == [0.7, 0.71]
+    # without --resume the log starts empty: every seed is trained again
+    run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
+    assert trained == [0, 1, 0, 1]

@@ -29,22 +29,26 @@ pipeline, not the accuracy).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import statistics
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, measured_train_eval, prepare
 from harness.bench.runner import Point, Skip
+from harness.bench.store import make_key
 from reference import finetune_data as fd
 
 SUITE = "finetune"
 CASES = ("majority_class", "reference", "swap.sdpa", "swap.layernorm")
 DROP_MARGIN = 0.01
+SEEDS_FILE = "finetune_seeds.jsonl"
 #: two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (beyond: 1.96)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -133,11 +137,38 @@ def train_threads(ctx: Context) -> int | None:
     return cores or 1
 
 
-def _per_seed(ctx: Context, prof: FinetuneProfile, **swap) -> list[dict]:
+def _seed_log(ctx: Context) -> dict:
+    """Finished seeds of this run folder (``finetune_seeds.jsonl``, one line per seed, appended as
+    each finishes): a stage cut short keeps them, and ``--resume`` trains only the missing seeds.
+    Without --resume the file starts empty. No log without a store."""
+    if "finetune_seed_log" not in ctx.state:
+        log = {}
+        if ctx.store is not None:
+            path = Path(ctx.store.dir) / SEEDS_FILE
+            if getattr(ctx.store, "resume", False) and path.is_file():
+                for line in path.read_text().splitlines():
+                    try:
+                        rec = json.loads(line)
+                        log[rec["key"]] = rec["run"]
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a line cut short by a kill
+            else:
+                path.write_text("")
+        ctx.state["finetune_seed_log"] = log
+    return ctx.state["finetune_seed_log"]
+
+
+def _per_seed(ctx: Context, prof: FinetuneProfile, case: str, **swap) -> list[dict]:
     data = data_of(ctx, prof)
-    runs = []
+    runs, log = [], _seed_log(ctx)
     threads, before = train_threads(ctx), torch.get_num_threads()
     for s in prof.seeds:
+        key = f"{make_key(SUITE, case, params_of(prof))}|{ctx.device}|seed={s}"
+        if key in log:
+            runs.append(log[key])
+            print(f"[finetune] {case} seed {s}: accuracy {log[key]['accuracy']:.4f} (kept from "
+                  f"{SEEDS_FILE})", file=sys.stderr, flush=True)
+            continue
         if threads:
             torch.set_num_threads(threads)
         try:
@@ -145,6 +176,10 @@ def _per_seed(ctx: Context, prof: FinetuneProfile, **swap) -> list[dict]:
         finally:
             torch.set_num_threads(before)
         runs.append(dict(r, n_test=len(data.test_labels), threads=threads))
+        if ctx.store is not None:
+            with open(Path(ctx.store.dir) / SEEDS_FILE, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"key": key, "run": runs[-1]}) + "\n")
+            log[key] = runs[-1]
         print(f"[finetune] {r['attn_implementation']}{' +LayerNorm' if r['layernorms_swapped'] else ''} "
               f"seed {s}: accuracy {r['accuracy']:.4f}, train {r['train_time_s']:.1f} s, "
               f"eval {r['eval_time_s']:.1f} s", file=sys.stderr, flush=True)
@@ -208,7 +243,7 @@ def reference_runs(ctx: Context, prof: FinetuneProfile) -> list[dict]:
                     for a, t in zip(m["accuracy_seeds"], m["train_time_seeds"])]
             cache[key] = runs
             return runs
-    cache[key] = _per_seed(ctx, prof)
+    cache[key] = _per_seed(ctx, prof, "reference")
     return cache[key]
 
 
@@ -248,7 +283,7 @@ def measure_swap(ctx: Context, component: str) -> dict:
     swap = ({"sdpa": ctx.require("scaled_dot_product_attention")} if component == "sdpa"
             else {"layernorm_cls": ctx.require("LayerNorm")})
     ref = reference_runs(ctx, prof)
-    runs = _per_seed(ctx, prof, **swap)
+    runs = _per_seed(ctx, prof, f"swap.{component}", **swap)
     m = summarize(runs, _majority(ctx, prof), prof)
     d_acc = [s["accuracy"] - r["accuracy"] for s, r in zip(runs, ref)]
     d_time = [s["train_time_s"] - r["train_time_s"] for s, r in zip(runs, ref)]

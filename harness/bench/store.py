@@ -80,6 +80,7 @@ class ResultStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "results.jsonl"
         self.run_id = self.dir.resolve().name
+        self.resume = resume
         self.done: dict[str, dict] = {}
         if resume:
             kept = [r for r in read_rows(self.path) if r.get("status") == "ok"]
