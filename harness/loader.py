@@ -79,6 +79,32 @@ class Target:
         declared = getattr(self.module, "HARNESS_DTYPES", None) if self.module else None
         return tuple(str(d).replace("torch.", "") for d in declared) if declared else None
 
+    @property
+    def sizes(self) -> dict[str, Any] | None:
+        """The sizes the target declares it supports (``HARNESS_SIZES``): config field name ->
+        the allowed values (anything with ``in``: a range, a set), e.g. ``{"E": range(16, 257, 8)}``
+        for a kernel that needs head dims that are multiples of 8 up to 256. Configurations with
+        other values are not drawn for this target (not failed); None = all."""
+        declared = getattr(self.module, "HARNESS_SIZES", None) if self.module else None
+        if declared is None:
+            return None
+        if not isinstance(declared, dict) or not all(hasattr(v, "__contains__") for v in declared.values()):
+            raise BrokenTarget(f"target {self.spec!r}: HARNESS_SIZES must map config field names to "
+                               f"collections of allowed values (e.g. {{'E': range(16, 257, 8)}}), "
+                               f"got {declared!r}")
+        return dict(declared)
+
+    def supports(self, cfg: Any) -> bool:
+        """Whether ``cfg``'s dtype and sizes are within what the target declares."""
+        dtype = getattr(cfg, "dtype", None)
+        if dtype is not None and self.dtypes is not None and dtype not in self.dtypes:
+            return False
+        for name, allowed in (self.sizes or {}).items():
+            value = getattr(cfg, name, None)
+            if isinstance(value, int) and value not in allowed:
+                return False
+        return True
+
     def available(self) -> list[str]:
         """The protocol names this target defines."""
         if self.module is None:

@@ -133,6 +133,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")
+            try:
+                if t.sizes:
+                    lines.append("  declared sizes: " + ", ".join(f"{k} in {v!r}" for k, v in t.sizes.items()))
+            except BrokenTarget as exc:
+                lines.append(f"  {exc}")
             if t.conventions:
                 lines.append(f"  declared conventions: {t.conventions}")
     return lines

@@ -83,9 +83,8 @@ def repro_command(target: Target, check: Callable, cfg: Config) -> str:
 def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any:
     """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro."""
     __tracebackhide__ = True  # pytest shows the message, not this frame
-    dtype = getattr(cfg, "dtype", None)
-    if dtype is not None and target.dtypes is not None and dtype not in target.dtypes:
-        assume(False)  # the target declares it does not support this dtype: draw another
+    if not target.supports(cfg):
+        assume(False)  # a dtype or size the target declares it does not support: draw another
     seed = getattr(cfg, "seed", None)
     if seed is not None:
         torch.manual_seed(seed)  # a target that draws from torch's global RNG replays exactly
