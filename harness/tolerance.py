@@ -50,15 +50,27 @@ def floor_for(dtype: torch.dtype) -> float:
     return FLOOR.get(dtype, FLOOR[torch.float32])
 
 
+def naive_error(ref64: torch.Tensor, naive: torch.Tensor | None) -> float:
+    """err(naive): max |naive - ref64| where both are finite (0 when nowhere, or no naive)."""
+    if naive is None:
+        return 0.0
+    ref = ref64.detach().to(torch.float64).cpu()
+    n = naive.detach().to(torch.float64).cpu()
+    finite = torch.isfinite(ref) & torch.isfinite(n)
+    return float((n - ref)[finite].abs().max()) if finite.any() else 0.0
+
+
+def worst_naive(ref64: torch.Tensor, candidates) -> torch.Tensor:
+    """Of several same-dtype computations of one quantity (a correct implementation may round
+    like any of them), the yardstick: the one with the largest ``naive_error``. One formulation
+    alone can land luckily close to the truth."""
+    return max(candidates, key=lambda n: naive_error(ref64, n))
+
+
 def _budget(ref: torch.Tensor, naive: torch.Tensor | None, dtype: torch.dtype) -> tuple[float, float]:
     """(allowed error, naive same-dtype error) for a float64 CPU reference ``ref``."""
     scale = max(1.0, float(ref[torch.isfinite(ref)].abs().max()) if torch.isfinite(ref).any() else 1.0)
-    naive_err = 0.0
-    if naive is not None:
-        n = naive.detach().to(torch.float64).cpu()
-        finite = torch.isfinite(ref) & torch.isfinite(n)
-        if finite.any():
-            naive_err = float((n - ref)[finite].abs().max())
+    naive_err = naive_error(ref, naive)
     return K * naive_err + floor_for(dtype) * scale, naive_err
 
 

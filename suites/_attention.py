@@ -35,11 +35,9 @@ def naive(q, k, v, **kw) -> torch.Tensor:
     correct kernel may put the scale, the one that rounds furthest from the truth (one
     placement alone can land luckily close, e.g. with scores in the hundreds)."""
     kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
-    ref = truth(q, k, v, **kw)
-    ways = [attention_math(q.cpu(), k.cpu(), v.cpu(), compute_dtype=q.dtype, scale_at=at, **_cpu(kw))
-            for at in SCALE_PLACEMENTS]
-    errors = [float((w.double() - ref).abs().nan_to_num(0.0).amax()) if w.numel() else 0.0 for w in ways]
-    return ways[max(range(len(ways)), key=errors.__getitem__)]
+    return tolerance.worst_naive(truth(q, k, v, **kw), [
+        attention_math(q.cpu(), k.cpu(), v.cpu(), compute_dtype=q.dtype, scale_at=at, **_cpu(kw))
+        for at in SCALE_PLACEMENTS])
 
 
 def _cpu(kw: dict) -> dict:

@@ -47,9 +47,8 @@ def _naive(s, t, T):
     """The loss computed in the input dtype, two common ways; the yardstick is the one further
     from the float64 truth (a correct implementation may round like either)."""
     s, t = s.cpu(), t.cpu()
-    ref = _ref(s, t, T)
-    ways = (distillation_math(s, t, T, compute_dtype=s.dtype), distillation_kl_div(s, t, T, compute_dtype=s.dtype))
-    return max(ways, key=lambda v: float((v.double() - ref).abs().nan_to_num(float("inf"))))
+    return tolerance.worst_naive(_ref(s, t, T), [distillation_math(s, t, T, compute_dtype=s.dtype),
+                                                distillation_kl_div(s, t, T, compute_dtype=s.dtype)])
 
 
 def agree(out, s, t, T, what):

@@ -152,3 +152,13 @@ def test_allowance_is_the_budget_compare_uses():
     assert tolerance.allowance(ref, naive, dtype=torch.float32) == \
         tolerance.compare(naive, ref, naive, dtype=torch.float32).allowed
     assert tolerance.allowance(ref, dtype=torch.float16) == tolerance.FLOOR[torch.float16] * 3.0
+
+
+def test_worst_naive_is_the_candidate_with_the_largest_policy_error():
+    ref = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    close, far = torch.tensor([1.0, 2.0, 3.001]), torch.tensor([1.01, 2.0, 3.0])
+    assert tolerance.worst_naive(ref, [close, far]) is far
+    assert tolerance.worst_naive(ref, [far, close]) is far
+    # non-finite elements count as the policy counts them: not at all
+    broken = torch.tensor([float("nan"), 2.0, 3.0])
+    assert tolerance.naive_error(ref, broken) == 0.0 and tolerance.worst_naive(ref, [broken, close]) is close
