@@ -12,7 +12,7 @@
   Time-derived metrics are judged on ``ratio / d`` (``ratio * d`` for higher-is-better), so one
   kernel that got slower relative to its peers is a regression whatever the machine's mood; and the
   drift itself is one row per suite (metric ``time_s:suite_median``), a regression when
-  ``d > 1 + DRIFT_FLOOR[device kind]`` (everything slower: 25 % on a CPU, 10 % on a GPU).
+  ``d > 1 + TIME_FLOOR[device kind]`` (everything slower: 25 % on a CPU, 10 % on a GPU).
 - CPU memory (RSS high-water mark deltas) moves by allocator arenas and pages: it is allowed
   ``MEM_SLACK_CPU`` bytes beyond the relative floor. CUDA's counters are exact: the floor alone.
 - Exact-match pairs (``EXACT``): a measured value that equalled its formula in the baseline and does not
@@ -42,7 +42,6 @@ TIME_DERIVED = ("time_s", "tflops", "tokens_per_s")
 #: within-run IQR; CUDA events on a dedicated GPU repeat to a few percent
 TIME_FLOOR = {"cpu": 0.25, "cuda": 0.10}
 DRIFT_MIN_POINTS = 4
-DRIFT_FLOOR = {"cpu": 0.25, "cuda": 0.10}
 MEM_SLACK_CPU = 8 * 2 ** 20
 EXACT = {"receptive_field": "formula", "cache_bytes": "cache_formula_bytes"}
 CI_NAMES = [("accuracy_ci95_lo", "accuracy_ci95_hi"), ("ci95_lo", "ci95_hi"),
@@ -93,13 +92,13 @@ def tolerance(metric: str, baseline_metrics: dict, device: str = "cpu") -> float
     return tol
 
 
-def drift(pairs: list[tuple[dict, dict]]) -> float:
+def drift(pairs: list[tuple[dict, dict]]) -> float | None:
     """The median ``time_s`` ratio current / baseline over (baseline, current) point pairs
-    (1.0 with fewer than ``DRIFT_MIN_POINTS`` timed pairs)."""
+    (None with fewer than ``DRIFT_MIN_POINTS`` timed pairs: no drift is taken out)."""
     ratios = sorted(c["metrics"]["time_s"] / b["metrics"]["time_s"] for b, c in pairs
                     if b["metrics"].get("time_s") and c["metrics"].get("time_s"))
     if len(ratios) < DRIFT_MIN_POINTS:
-        return 1.0
+        return None
     mid = len(ratios) // 2
     return ratios[mid] if len(ratios) % 2 else math.sqrt(ratios[mid - 1] * ratios[mid])
 
@@ -173,11 +172,9 @@ def compare(current: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
         base = base_points.get(key)
         if base is not None and base["status"] == cur["status"] == "ok":
             groups.setdefault((run_id, cur["suite"], cur["device"]), []).append((base, cur))
-    drifts = {g: drift(pairs) for g, pairs in groups.items()}
+    drifts = {g: d for g, pairs in groups.items() if (d := drift(pairs)) is not None}
     for (run_id, suite, kind), d in drifts.items():
-        if sum(1 for b, c in groups[(run_id, suite, kind)] if b["metrics"].get("time_s")) < DRIFT_MIN_POINTS:
-            continue
-        floor = DRIFT_FLOOR[kind]
+        floor = TIME_FLOOR[kind]
         verdict = "regression" if d > 1 + floor else "improvement" if d < 1 / (1 + floor) else "ok"
         machine = groups[(run_id, suite, kind)][0][1]["machine"]
         rows.append({"run_id": run_id, "machine": machine, "key": f"{suite}|*", "suite": suite, "case": "*",
