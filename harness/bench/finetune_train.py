@@ -52,7 +52,9 @@ class Hyper:
 
 @dataclass
 class Data:
-    """Tokenized movie-disjoint train/test sets (built once per process)."""
+    """Tokenized movie-disjoint train/evaluation sets (built once per process). ``test_*`` is the
+    set accuracy is measured on: the held-out test movies, or with ``eval_split="validation"`` a
+    split of the training movies (for choosing hyperparameters without looking at the test set)."""
     train_ids: list
     train_labels: list
     test_ids: list
@@ -60,20 +62,24 @@ class Data:
     pad_id: int
     n_train_movies: int
     n_test_movies: int
+    eval_split: str = "test"
 
 
 def prepare(train_examples: int | None, test_examples: int | None, max_length: int,
-            test_fraction: float = 0.2, data_seed: int = 0) -> Data:
+            test_fraction: float = 0.2, data_seed: int = 0,
+            validation_fraction: float | None = None) -> Data:
     """Load, split by movie, subsample (fixed ``data_seed``: every training seed sees the same
-    examples), tokenize."""
+    examples), tokenize. With ``validation_fraction`` the test movies are dropped altogether and
+    the training movies are split again by movie (``fd.VALIDATION_SALT``): the returned "test"
+    set is then that validation split, and training uses the rest."""
     df = fd.load_reviews()
-    train, test = fd.movie_split(df, test_fraction)
+    train, test, split = fd.train_eval_split(df, test_fraction, validation_fraction)
     train = fd.subsample(train, train_examples, data_seed)
     test = fd.subsample(test, test_examples, data_seed)
     tok = fd.load_tokenizer()
     return Data(fd.encode(tok, train["text"], max_length), train["label"].tolist(),
                 fd.encode(tok, test["text"], max_length), test["label"].tolist(),
-                int(tok.pad_token_id), train["movie"].nunique(), test["movie"].nunique())
+                int(tok.pad_token_id), train["movie"].nunique(), test["movie"].nunique(), split)
 
 
 def attention_name(sdpa) -> str:
