@@ -74,6 +74,14 @@ def test_grid_runs_seed_by_seed_and_a_killed_run_resumes(tmp_path, monkeypatch):
     assert s["chosen"] == sel.point_key(hypers[1])
     saved = json.loads((tmp_path / sel.SUMMARY_FILE).read_text())
     assert saved["chosen"] == s["chosen"] and saved["points"][0]["n_seeds"] == 2
+    with open(tmp_path / sel.SELECT_FILE, "a") as fh:  # a point pruned after seed 0, from another grid
+        fh.write(json.dumps(dict(_rec("lr=0.05 pruned", 0, 0.4), hyper=hypers[0].as_params())) + "\n")
+    calls.clear()
+    assert sel.main(["--out", str(tmp_path), "--summary-only", "--incumbent", "0.1,3,32"]) == 0
+    assert calls == []                                         # summarizes, trains nothing
+    saved = json.loads((tmp_path / sel.SUMMARY_FILE).read_text())
+    assert [p["point"] for p in saved["points"]][-1] == "lr=0.05 pruned"
+    assert saved["chosen"] == s["chosen"] and saved["incumbent"] == sel.point_key(hypers[0])
 
 
 def test_smoke_selection_on_real_weights(tmp_path):

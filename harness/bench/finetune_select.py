@@ -154,16 +154,22 @@ def main(argv=None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="cap training steps (smoke runs)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--summary-only", action="store_true",
+                   help="train nothing: summarize every line of OUT/select.jsonl (points pruned early included)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     base = Hyper(max_length=args.max_length)
     lr, ep, bs = args.incumbent.split(",")
     incumbent = replace(base, lr=float(lr), epochs=int(ep), batch_size=int(bs))
-    hypers = grid(args.lr, args.epochs, args.batch_size, base)
-    if incumbent not in hypers:
-        hypers.append(incumbent)
-    summary = run(args.out, hypers, args.seeds, args.device, args.train_examples, args.max_steps, incumbent)
+    if args.summary_only:
+        summary = summarize(list(_done(Path(args.out) / SELECT_FILE).values()), point_key(incumbent))
+        (Path(args.out) / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    else:
+        hypers = grid(args.lr, args.epochs, args.batch_size, base)
+        if incumbent not in hypers:
+            hypers.append(incumbent)
+        summary = run(args.out, hypers, args.seeds, args.device, args.train_examples, args.max_steps, incumbent)
     print(markdown(summary))
     print(f"chosen: {summary['chosen']}  ({Path(args.out) / SUMMARY_FILE})")
     return 0
