@@ -187,3 +187,20 @@ def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(
     # without --resume the log starts empty: every seed is trained again
     run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
     assert trained == [0, 1, 0, 1]
+
+
+def test_gpu_profile_skips_on_cpu_unless_any_device(tmp_path, monkeypatch):
+    """The gpu profile needs CUDA: on a CPU its points are skipped with the reason, and
+    ``--any-device`` runs its settings there anyway (how its accuracy was estimated without a GPU)."""
+    _needs_all()
+    from harness.bench.finetune_run import run
+    monkeypatch.setattr(ft, "measured_train_eval", lambda data, hyper, seed, device, **kw: {
+        "accuracy": 0.9, "train_time_s": 1.0, "eval_time_s": 0.1, "steps": 1, "train_loss_last": 0.5,
+        "test_loss": 0.6, "attn_implementation": "sdpa", "layernorms_swapped": 0, "peak_mem_bytes": None,
+        "peak_mem_method": "unavailable"})
+    rows, checks = run(tmp_path / "a", "reference", "gpu", ["reference"], seeds=[0])
+    assert rows[0]["status"] == "skipped" and "needs CUDA" in rows[0]["reason"]
+    assert checks[0].passed is None
+    rows, checks = run(tmp_path / "b", "reference", "gpu", ["reference"], seeds=[0], any_device=True)
+    assert rows[0]["status"] == "ok" and rows[0]["params"]["lr"] == ft.PROFILES["gpu"].hyper.lr
+    assert checks[0].passed is True and "0.85" in checks[0].name
