@@ -70,7 +70,9 @@ class FinetuneProfile:
 PROFILES = {
     "smoke": FinetuneProfile("smoke", 128, 128, (0,), Hyper(batch_size=16, max_length=32), max_steps=8),
     "cpu": FinetuneProfile("cpu", 2000, None, (0, 1, 2), Hyper(), min_accuracy=0.75),
-    "gpu": FinetuneProfile("gpu", None, None, (0, 1, 2, 3, 4), Hyper(lr=5e-5, epochs=3),
+    # lr chosen on a validation split of the training movies (notes/finetune_selection/): 1e-4 beat
+    # the a-priori 5e-5 by +0.011 and 2e-4 by +0.006 in mean validation accuracy over 2 seeds
+    "gpu": FinetuneProfile("gpu", None, None, (0, 1, 2, 3, 4), Hyper(lr=1e-4, epochs=3),
                            min_accuracy=0.85, needs_cuda=True),
 }
 #: harness bench --profile -> finetune profile

@@ -1,15 +1,19 @@
 """Choose the fine-tune hyperparameters on a validation split, never on the test movies.
 
-    python -m harness.bench.finetune_select --out runs/select [--lr 2e-5,3e-5,5e-5,1e-4] \\
+    python -m harness.bench.finetune_select --out runs/select [--lr 2e-5,3e-5,5e-5,1e-4,2e-4] \\
         [--epochs 3] [--batch-size 32] [--seeds 0,1] [--train-examples N] [--max-steps N]
+    python -m harness.bench.finetune_select --out runs/select --summary-only
 
 The training movies of the finetune suite (``reference.finetune_data.movie_split``: the test
 movies are dropped here and never read) are split again by movie, ``VALIDATION_FRACTION`` of their
 rows to validation (``fd.VALIDATION_SALT``). Every grid point (lr x epochs x batch size) is trained
 on the rest with each seed and scored on the validation movies. The grid follows Devlin et al.
 (2018, appendix A.3: lr {5e-5, 3e-5, 2e-5}, batch {16, 32}, epochs {2, 3, 4}) plus 1e-4, which
-small BERTs such as MiniLM tolerate; the default runs its lr axis at 3 epochs and batch 32, the
-axes to widen with the flags.
+small BERTs such as MiniLM tolerate, and 2e-4 past it (a best point on the edge of a grid
+means the grid was too small); the default runs its lr axis at 3 epochs and batch 32, the axes to
+widen with the flags. Each run of the gpu profile's size costs ~10 min on 2 CPU cores, so the
+selection in ``notes/finetune_selection/`` pruned by successive halving: every lr at seed 0, the
+best three (incumbent included) at seed 1.
 
 Output in ``--out``: ``select.jsonl`` (one line per grid point and seed, appended as each
 finishes; a rerun skips the lines already there, so a killed run resumes), ``selection.json``
@@ -143,13 +147,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m harness.bench.finetune_select", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
-    p.add_argument("--lr", type=_floats, default=[2e-5, 3e-5, 5e-5, 1e-4])
+    p.add_argument("--lr", type=_floats, default=[2e-5, 3e-5, 5e-5, 1e-4, 2e-4])
     p.add_argument("--epochs", type=_ints, default=[3])
     p.add_argument("--batch-size", type=_ints, default=[32])
     p.add_argument("--max-length", type=int, default=Hyper.max_length)
     p.add_argument("--seeds", type=_ints, default=[0, 1])
-    p.add_argument("--incumbent", default="5e-5,3,32",
-                   help="lr,epochs,batch of the hyperparameters in use (the gpu profile's), for paired deltas")
+    p.add_argument("--incumbent", default=None,
+                   help="lr,epochs,batch to pair the deltas with (default: the gpu profile's, 1e-4,3,32)")
     p.add_argument("--train-examples", type=int, default=None, help="subsample the training split (default: all)")
     p.add_argument("--max-steps", type=int, default=None, help="cap training steps (smoke runs)")
     p.add_argument("--device", default="cpu")
@@ -160,8 +164,13 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     base = Hyper(max_length=args.max_length)
-    lr, ep, bs = args.incumbent.split(",")
-    incumbent = replace(base, lr=float(lr), epochs=int(ep), batch_size=int(bs))
+    if args.incumbent:
+        lr, ep, bs = args.incumbent.split(",")
+        incumbent = replace(base, lr=float(lr), epochs=int(ep), batch_size=int(bs))
+    else:
+        from harness.bench.finetune import PROFILES
+        incumbent = replace(base, lr=PROFILES["gpu"].hyper.lr, epochs=PROFILES["gpu"].hyper.epochs,
+                            batch_size=PROFILES["gpu"].hyper.batch_size)
     if args.summary_only:
         summary = summarize(list(_done(Path(args.out) / SELECT_FILE).values()), point_key(incumbent))
         (Path(args.out) / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
