@@ -9,7 +9,7 @@ The file is located through the package's installed metadata and read with panda
 
     load_reviews()                 -> DataFrame[text, label (1 = fresh, 0 = rotten), movie]
     movie_split(df, 0.2)           -> (train, test): no movie in both
-    train_eval_split(df, 0.2, 0.15) -> (train, validation, "validation"): test movies dropped
+    train_eval_split(df, 0.2, 0.15) -> (train, validation): test movies dropped
     majority_class(train, test)    -> (label, accuracy of always predicting it on test)
     encode(tokenizer, texts, L)    -> list of token-id lists ([CLS] ... [SEP], at most L ids)
     batches(ids, labels, B, pad_id, generator=None) -> (input_ids (B, Lb), attention_mask (B, Lb),
@@ -205,14 +205,13 @@ def movie_split(df, test_fraction: float = 0.2, salt: str = SPLIT_SALT):
 
 
 def train_eval_split(df, test_fraction: float = 0.2, validation_fraction: float | None = None):
-    """(train, eval, name): the movie split of ``movie_split``; with ``validation_fraction`` the
+    """(train, eval): the movie split of ``movie_split``; with ``validation_fraction`` the
     test movies are dropped and the training movies are split again (``VALIDATION_SALT``), so
     hyperparameters are chosen without reading a single test snippet."""
     train, test = movie_split(df, test_fraction)
     if validation_fraction is None:
-        return train, test, "test"
-    train, val = movie_split(train, validation_fraction, salt=VALIDATION_SALT)
-    return train, val, "validation"
+        return train, test
+    return movie_split(train, validation_fraction, salt=VALIDATION_SALT)
 
 
 def subsample(df, n: int | None, seed: int = 0):

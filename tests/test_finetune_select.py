@@ -22,15 +22,13 @@ def _reviews(n_movies=60, per_movie=7):
 def test_validation_split_is_carved_from_training_movies_only():
     df = _reviews()
     train, test = fd.movie_split(df, 0.2)
-    t2, val, name = fd.train_eval_split(df, 0.2, 0.15)
-    assert name == "validation"
+    t2, val = fd.train_eval_split(df, 0.2, 0.15)
     test_movies = set(test["movie"])
     assert not test_movies & set(val["movie"]), "a test movie leaked into validation"
     assert not test_movies & set(t2["movie"]), "a test movie leaked into selection training"
     assert not set(t2["movie"]) & set(val["movie"]), "validation and training share a movie"
     assert set(t2["movie"]) | set(val["movie"]) == set(train["movie"])
     assert 0.15 * len(train) <= len(val) < 0.15 * len(train) + 7  # stops at the first movie past 15 %
-    assert fd.train_eval_split(df, 0.2)[2] == "test"
     pd.testing.assert_frame_equal(fd.train_eval_split(df, 0.2)[1], test)
 
 
@@ -57,7 +55,7 @@ def test_summary_chooses_the_best_mean_and_pairs_deltas_by_seed():
 
 
 def test_grid_runs_seed_by_seed_and_a_killed_run_resumes(tmp_path, monkeypatch):
-    data = Data([[1, 2]] * 4, [0, 1, 0, 1], [[1]] * 3, [0, 1, 1], 0, 2, 1, "validation")
+    data = Data([[1, 2]] * 4, [0, 1, 0, 1], [[1]] * 3, [0, 1, 1], 0, 2, 1)
     calls = []
     monkeypatch.setattr(sel, "prepare", lambda *a, **k: data)
     monkeypatch.setattr(sel, "train_eval", lambda d, h, s, device, max_steps=None: (

@@ -169,8 +169,7 @@ def main(argv=None) -> int:
         incumbent = replace(base, lr=float(lr), epochs=int(ep), batch_size=int(bs))
     else:
         from harness.bench.finetune import PROFILES
-        incumbent = replace(base, lr=PROFILES["gpu"].hyper.lr, epochs=PROFILES["gpu"].hyper.epochs,
-                            batch_size=PROFILES["gpu"].hyper.batch_size)
+        incumbent = replace(PROFILES["gpu"].hyper, max_length=args.max_length)
     if args.summary_only:
         summary = summarize(list(_done(Path(args.out) / SELECT_FILE).values()), point_key(incumbent))
         (Path(args.out) / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")

@@ -53,8 +53,8 @@ class Hyper:
 @dataclass
 class Data:
     """Tokenized movie-disjoint train/evaluation sets (built once per process). ``test_*`` is the
-    set accuracy is measured on: the held-out test movies, or with ``eval_split="validation"`` a
-    split of the training movies (for choosing hyperparameters without looking at the test set)."""
+    set accuracy is measured on: the held-out test movies, or (``prepare(validation_fraction=...)``)
+    a split of the training movies, for choosing hyperparameters without looking at the test set."""
     train_ids: list
     train_labels: list
     test_ids: list
@@ -62,7 +62,6 @@ class Data:
     pad_id: int
     n_train_movies: int
     n_test_movies: int
-    eval_split: str = "test"
 
 
 def prepare(train_examples: int | None, test_examples: int | None, max_length: int,
@@ -73,13 +72,13 @@ def prepare(train_examples: int | None, test_examples: int | None, max_length: i
     the training movies are split again by movie (``fd.VALIDATION_SALT``): the returned "test"
     set is then that validation split, and training uses the rest."""
     df = fd.load_reviews()
-    train, test, split = fd.train_eval_split(df, test_fraction, validation_fraction)
+    train, test = fd.train_eval_split(df, test_fraction, validation_fraction)
     train = fd.subsample(train, train_examples, data_seed)
     test = fd.subsample(test, test_examples, data_seed)
     tok = fd.load_tokenizer()
     return Data(fd.encode(tok, train["text"], max_length), train["label"].tolist(),
                 fd.encode(tok, test["text"], max_length), test["label"].tolist(),
-                int(tok.pad_token_id), train["movie"].nunique(), test["movie"].nunique(), split)
+                int(tok.pad_token_id), train["movie"].nunique(), test["movie"].nunique())
 
 
 def attention_name(sdpa) -> str:
