@@ -42,7 +42,7 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, measured_train_eval, prepare
 from harness.bench.runner import Point, Skip
-from harness.bench.store import make_key
+from harness.bench.store import make_key, read_rows
 from reference import finetune_data as fd
 
 SUITE = "finetune"
@@ -147,13 +147,8 @@ def _seed_log(ctx: Context) -> dict:
         log = {}
         if ctx.store is not None:
             path = Path(ctx.store.dir) / SEEDS_FILE
-            if getattr(ctx.store, "resume", False) and path.is_file():
-                for line in path.read_text().splitlines():
-                    try:
-                        rec = json.loads(line)
-                        log[rec["key"]] = rec["run"]
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a line cut short by a kill
+            if getattr(ctx.store, "resume", False):
+                log = {rec["key"]: rec["run"] for rec in read_rows(path) if "key" in rec and "run" in rec}
             else:
                 path.write_text("")
         ctx.state["finetune_seed_log"] = log

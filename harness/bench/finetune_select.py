@@ -37,6 +37,7 @@ import torch
 
 from harness.bench.finetune import t_interval
 from harness.bench.finetune_train import Hyper, prepare, train_eval
+from harness.bench.store import read_rows
 
 VALIDATION_FRACTION = 0.15
 SELECT_FILE = "select.jsonl"
@@ -53,15 +54,8 @@ def point_key(h: Hyper) -> str:
 
 
 def _done(path: Path) -> dict[tuple[str, int], dict]:
-    done = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-                done[(rec["point"], int(rec["seed"]))] = rec
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut short by a kill
-    return done
+    """The finished runs in ``select.jsonl`` (a line cut short by a kill is skipped)."""
+    return {(r["point"], int(r["seed"])): r for r in read_rows(path) if "point" in r and "seed" in r}
 
 
 def summarize(records: list[dict], incumbent: str | None) -> dict:
