@@ -66,7 +66,11 @@ _hung: dict[int, tuple[Callable, str]] = {}  # id -> (fn, kept alive so the id s
 
 
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn(*args, **kwargs)`` under the guard; see the module docstring."""
+    """Call ``fn(*args, **kwargs)`` under the guard; see the module docstring. A handle into a
+    target's worker (``harness.isolation.Remote``) is called there, under the same rules."""
+    from harness.isolation import Remote
+    if isinstance(fn, Remote):
+        return fn._worker.call(fn, name, args, kwargs)
     if id(fn) in _hung:
         raise ImplementationError(
             f"{name} previously did not return within the per-call limit of {_timeout:g} s "

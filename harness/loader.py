@@ -1,4 +1,5 @@
-"""Load a target implementation: a dotted module path or a ``.py`` file path.
+"""Load a target implementation: a dotted module path or a ``.py`` file path, in a worker
+process (``harness.isolation``) or, for debugging, in this one.
 
 A target may define any subset of the protocol names (``harness.protocol``).
 Loading never raises: a target that does not import becomes a ``Target`` whose
@@ -18,24 +19,44 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness import protocol
-from harness.conventions import declared_conventions
+from harness import declarations, protocol
 
 #: the built-in reference implementations, used when no ``--impl`` is given
 DEFAULT_TARGET = "reference"
 
 
 @dataclass
+class TargetInfo:
+    """What the harness knows of a target once it is imported: plain data, computed where the
+    target lives (this process, or its worker) by ``describe_module``."""
+
+    file: str = "?"
+    version: str = "?"
+    available: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] | None = None
+    sizes: dict[str, Any] | None = None
+    conventions: dict[str, str] = field(default_factory=dict)
+    #: why it does not load (import error, broken declaration, hang, crash); None when it does
+    load_error: str | None = None
+
+
+@dataclass
 class Target:
-    """One implementation under test."""
+    """One implementation under test.
+
+    ``isolation="process"`` (the default of every command): the target lives in its own worker
+    process (``harness.isolation``) and ``lookup`` returns handles whose calls cross to it;
+    ``"none"``: imported here (``module``), for debugging with pdb."""
 
     spec: str
-    module: ModuleType | None = None
-    load_error: str | None = None
     #: conventions given on the command line (``--convention k=v``), overriding the module's
     cli_conventions: dict[str, str] = field(default_factory=dict)
     #: device the suites build their tensors on
     device: str = "cpu"
+    info: TargetInfo = field(default_factory=TargetInfo)
+    module: ModuleType | None = None
+    #: the worker client (``harness.isolation.Worker``) when isolated
+    worker: Any = None
 
     def __repr__(self) -> str:
         return f"Target({self.spec!r})"
@@ -46,26 +67,24 @@ class Target:
         return self.spec
 
     @property
+    def isolated(self) -> bool:
+        return self.worker is not None
+
+    @property
+    def load_error(self) -> str | None:
+        return self.info.load_error
+
+    @property
     def file(self) -> str:
-        if self.module is None:
-            return "?"
-        return getattr(self.module, "__file__", None) or "<built-in>"
+        return self.info.file
 
     @property
     def version(self) -> str:
-        if self.module is None:
-            return "?"
-        for attr in ("__version__", "VERSION"):
-            if isinstance(getattr(self.module, attr, None), str):
-                return getattr(self.module, attr)
-        top = sys.modules.get(self.module.__name__.split(".")[0])
-        if top is not None and isinstance(getattr(top, "__version__", None), str):
-            return top.__version__
-        return "unversioned"
+        return self.info.version
 
     @property
     def conventions(self) -> dict[str, str]:
-        conv = declared_conventions(self.module)
+        conv = dict(self.info.conventions)
         conv.update(self.cli_conventions)
         return conv
 
@@ -76,23 +95,15 @@ class Target:
         FlashAttention-style kernels support only float16/bfloat16; configurations
         with other dtypes are then not drawn for this target (not failed).
         """
-        declared = getattr(self.module, "HARNESS_DTYPES", None) if self.module else None
-        return tuple(str(d).replace("torch.", "") for d in declared) if declared else None
+        return self.info.dtypes
 
     @property
     def sizes(self) -> dict[str, Any] | None:
         """The sizes the target declares it supports (``HARNESS_SIZES``): config field name ->
-        the allowed values (anything with ``in``: a range, a set), e.g. ``{"E": range(16, 257, 8)}``
-        for a kernel that needs head dims that are multiples of 8 up to 256. Configurations with
-        other values are not drawn for this target (not failed); None = all."""
-        declared = getattr(self.module, "HARNESS_SIZES", None) if self.module else None
-        if declared is None:
-            return None
-        if not isinstance(declared, dict) or not all(hasattr(v, "__contains__") for v in declared.values()):
-            raise BrokenTarget(f"target {self.spec!r}: HARNESS_SIZES must map config field names to "
-                               f"collections of allowed values (e.g. {{'E': range(16, 257, 8)}}), "
-                               f"got {declared!r}")
-        return dict(declared)
+        the allowed values (a range or a set), e.g. ``{"E": range(16, 257, 8)}`` for a kernel that
+        needs head dims that are multiples of 8 up to 256. Configurations with other values are
+        not drawn for this target (not failed); None = all."""
+        return self.info.sizes
 
     def supports(self, cfg: Any) -> bool:
         """Whether ``cfg``'s dtype and sizes are within what the target declares."""
@@ -107,25 +118,80 @@ class Target:
 
     def available(self) -> list[str]:
         """The protocol names this target defines."""
-        if self.module is None:
-            return []
-        return [n for n in protocol.NAMES if hasattr(self.module, n)]
+        return list(self.info.available)
 
     def lookup(self, name: str) -> Any:
-        """Return the attribute ``name``, or raise ``Missing``/``BrokenTarget``.
+        """Return the attribute ``name`` (a handle into the worker when isolated), or raise
+        ``Missing``/``BrokenTarget``.
 
         The suites turn ``Missing`` into a skip whose reason names the attribute,
         and ``BrokenTarget`` into a failure that says what is wrong.
         """
         if self.load_error is not None:
-            raise BrokenTarget(f"target {self.spec!r} could not be loaded:\n{self.load_error}")
-        if not hasattr(self.module, name):
-            raise Missing(f"target {self.spec!r} has no attribute {name!r}")
-        obj = getattr(self.module, name)
-        problem = protocol.signature_problem(name, obj)
-        if problem:
-            raise BrokenTarget(f"{self.spec}.{name}: {problem}")
-        return obj
+            raise BrokenTarget(f"target {self.spec!r} could not be loaded: {self.load_error.splitlines()[0]}")
+        if self.worker is not None:
+            return self.worker.lookup(name)
+        return lookup_attribute(self.spec, self.module, name)
+
+    def close(self) -> None:
+        """Stop the worker (isolated targets); a no-op in-process."""
+        if self.worker is not None:
+            self.worker.close()
+
+
+def lookup_attribute(spec: str, module: ModuleType, name: str) -> Any:
+    """``module.name`` checked against the protocol's signature (``Missing``/``BrokenTarget``);
+    a module ``__getattr__`` that raises breaks that name, not the session."""
+    try:
+        obj = getattr(module, name, _ABSENT)
+    except Exception as exc:  # noqa: BLE001 - a hostile module __getattr__
+        raise BrokenTarget(f"{spec}.{name}: looking it up raised {type(exc).__name__}: {exc}") from None
+    if obj is _ABSENT:
+        raise Missing(f"target {spec!r} has no attribute {name!r}")
+    problem = protocol.signature_problem(name, obj)
+    if problem:
+        raise BrokenTarget(f"{spec}.{name}: {problem}")
+    return obj
+
+
+_ABSENT = object()
+
+
+def describe_module(spec: str, module: ModuleType) -> TargetInfo:
+    """The ``TargetInfo`` of an imported target; a broken declaration becomes its load error."""
+    info = TargetInfo(file=_file_of(module), version=_version_of(module))
+    names = []
+    for n in protocol.NAMES:
+        try:
+            if getattr(module, n, _ABSENT) is not _ABSENT:
+                names.append(n)
+        except Exception:  # noqa: BLE001 - listed, and its lookup says what is wrong
+            names.append(n)
+    info.available = tuple(names)
+    try:
+        info.dtypes = declarations.dtypes(module)
+        info.sizes = declarations.sizes(module, declarations.config_fields())
+        info.conventions = declarations.conventions(module)
+    except declarations.DeclarationError as exc:
+        info.load_error = f"broken declaration: {exc}"
+    return info
+
+
+def _file_of(module: ModuleType) -> str:
+    f = getattr(module, "__file__", None)
+    return f if isinstance(f, str) else "<built-in>"
+
+
+def _version_of(module: ModuleType) -> str:
+    top = sys.modules.get(str(getattr(module, "__name__", "")).split(".")[0])
+    for obj, attr in ((module, "__version__"), (module, "VERSION"), (top, "__version__")):
+        try:
+            value = getattr(obj, attr, None)
+        except Exception:  # noqa: BLE001 - a module __getattr__ that raises
+            value = None
+        if isinstance(value, str):
+            return value
+    return "unversioned"
 
 
 class Missing(Exception):
@@ -159,24 +225,47 @@ def _import_file(path: str) -> ModuleType:
     return module
 
 
-def load_target(spec: str, cli_conventions: dict[str, str] | None = None,
-                device: str = "cpu") -> Target:
-    """Import ``spec`` (``pkg.mod`` or ``path/to/file.py``) without raising."""
+def import_spec(spec: str) -> ModuleType:
+    """Import ``spec`` (``pkg.mod`` or ``path/to/file.py``); raises what the import raises."""
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+        if not os.path.exists(spec):
+            raise FileNotFoundError(f"no such file: {spec!r}")
+        return _import_file(spec)
+    return importlib.import_module(spec)
+
+
+def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
+                isolation: str = "none", timeout: float | None = None,
+                import_timeout: float | None = None, threads: int | None = None) -> Target:
+    """Load ``spec`` without raising: in this process (``isolation="none"``) or in a worker
+    process (``"process"``: ``harness.isolation``). A target that does not load is a ``Target``
+    whose ``load_error`` says why (cause, file:line, the first lines of its traceback)."""
     target = Target(spec=spec, cli_conventions=dict(cli_conventions or {}), device=device)
+    if isolation == "process":
+        from harness import isolation as iso
+        target.worker = iso.Worker(spec, timeout=timeout, import_timeout=import_timeout, threads=threads)
+        target.info = target.worker.start()
+        return target
+    if isolation != "none":
+        raise ValueError(f"isolation must be 'process' or 'none', got {isolation!r}")
     try:
-        if spec.endswith(".py") or os.sep in spec or "/" in spec:
-            if not os.path.exists(spec):
-                raise FileNotFoundError(f"no such file: {spec!r}")
-            target.module = _import_file(spec)
-        else:
-            target.module = importlib.import_module(spec)
+        target.module = import_spec(spec)
     except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        where = _innermost_frame(exc, spec)
-        target.load_error = f"{tb}{where}"
+        target.info = TargetInfo(load_error=format_load_error(exc, spec))
+        return target
+    target.info = describe_module(spec, target.module)
     return target
+
+
+def format_load_error(exc: BaseException, spec: str) -> str:
+    """One clear load error: the exception, where the target raised it, and the first lines of
+    its traceback (the chained exceptions' tracebacks are left out)."""
+    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith("<frozen") and f.filename != __file__]
+    where = _innermost_frame(exc, spec)
+    tail = "".join(traceback.format_list(frames[-4:])).rstrip() if frames else ""
+    return f"{head}{where}" + (f"\n  traceback (innermost last):\n{tail}" if tail else "")
 
 
 def _innermost_frame(exc: BaseException, spec: str) -> str:

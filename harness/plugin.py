@@ -48,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="declare a convention the targets follow, e.g. causal_alignment=bottom_right")
     group.addoption("--impl-timeout", type=float, default=guard.DEFAULT_TIMEOUT, metavar="SECONDS",
                     help="per-call time limit for calls into the target (default %(default)s)")
+    group.addoption("--isolation", default="process", choices=["process", "none"],
+                    help="process (default): each target runs in its own worker process, so a crash, "
+                         "hang or global patch in it cannot reach the harness or another target; "
+                         "none: import it into this process (for debugging with pdb)")
+    group.addoption("--import-timeout", type=float, default=None, metavar="SECONDS",
+                    help="time limit for importing a target in its worker (default 120)")
     group.addoption("--conformance-report", default=None, metavar="DIR",
                     help="write the conformance table (CSV, Markdown, JSON) into DIR")
     group.addoption("--device", default="cpu", metavar="DEVICE",
@@ -114,8 +120,26 @@ def targets(config: pytest.Config):
     if _TARGETS_KEY not in config.stash:
         conventions = parse_cli(config.getoption("convention"))
         device = resolve_device(config)
-        config.stash[_TARGETS_KEY] = [load_target(s, conventions, device) for s in target_specs(config)]
+        iso = config.getoption("isolation", "process")
+        threads = config.getoption("torch_threads") or 1
+        config.stash[_TARGETS_KEY] = [
+            load_target(s, conventions, device, isolation=iso, timeout=config.getoption("impl_timeout"),
+                        import_timeout=config.getoption("import_timeout"), threads=threads)
+            for s in target_specs(config)]
     return config.stash[_TARGETS_KEY]
+
+
+#: the skip reason of every test of a target that does not load (its cause is printed once)
+NOT_LOADED = "does not load"
+
+
+def not_loaded_reason(target) -> str:
+    return f"target {target.spec!r} {NOT_LOADED} (the cause is printed once, under 'targets that do not load')"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for t in config.stash.get(_TARGETS_KEY, []):
+        t.close()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -129,15 +153,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         if t.load_error:
             lines.append(f"target {t.spec}: DOES NOT LOAD: {t.load_error.splitlines()[0]}")
         else:
-            lines.append(f"target {t.spec}: {t.file} (version {t.version}); "
+            where = "its own worker process" if t.isolated else "this process (--isolation none)"
+            lines.append(f"target {t.spec}: {t.file} (version {t.version}), in {where}; "
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")
-            try:
-                if t.sizes:
-                    lines.append("  declared sizes: " + ", ".join(f"{k} in {v!r}" for k, v in t.sizes.items()))
-            except BrokenTarget as exc:
-                lines.append(f"  {exc}")
+            if t.sizes:
+                lines.append("  declared sizes: " + ", ".join(f"{k} in {v!r}" for k, v in t.sizes.items()))
             if t.conventions:
                 lines.append(f"  declared conventions: {t.conventions}")
     return lines
@@ -183,6 +205,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if target is None:
         return
     runner.take_labels()
+    if target.worker is not None:
+        target.worker.output_report()  # a fresh output budget per test
+    if target.load_error is not None:
+        pytest.skip(not_loaded_reason(target))
     for mark in item.iter_markers("needs"):
         for name in mark.args:
             try:
@@ -202,6 +228,10 @@ def property_of(item: pytest.Item) -> str:
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     target = _target_of(item)
+    if target is not None and target.worker is not None and report.when == "call":
+        withheld = target.worker.output_report()
+        if withheld:
+            report.sections.append(("harness: target output", withheld))
     if target is not None and "benchmark" not in getattr(item, "fixturenames", ()):
         # (pytest-benchmark timings are benchmarks, not properties: not in the conformance table)
         report.user_properties.append(("harness_property", property_of(item)))
@@ -221,10 +251,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if results is None:
         return
     if report.when == "call" or report.outcome != "passed":
+        reason = _short_reason(report)
+        outcome = report.outcome
+        if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
+            outcome = "failed"  # an error in the table, not a skip: the target could not be tested
         results.append({"property": props["harness_property"], "target": props["harness_target"],
-                        "when": report.when, "outcome": report.outcome,
+                        "when": report.when, "outcome": outcome,
                         "label": props.get("harness_label"),
-                        "reason": _short_reason(report)})
+                        "reason": reason})
 
 
 _session_config: list[pytest.Config] = []
@@ -256,6 +290,11 @@ def _short_reason(report: pytest.TestReport) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    broken = [t for t in config.stash.get(_TARGETS_KEY, []) if t.load_error]
+    if broken:
+        terminalreporter.write_sep("=", "targets that do not load")
+        for t in broken:
+            terminalreporter.write_line(f"target {t.spec!r}: {t.load_error}", red=True)
     rows = config.stash.get(_RESULTS_KEY, [])
     if not rows:
         return
@@ -269,7 +308,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+    if any(t.load_error for t in session.config.stash.get(_TARGETS_KEY, [])) and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a target that does not load is not a pass
     if _session_config and _session_config[-1] is session.config:
         _session_config.pop()
     sys.stdout.flush()

@@ -58,6 +58,24 @@ def impl(target: Target, name: str) -> Callable[..., Any]:
     return guarded
 
 
+def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` next to the target's objects: in its worker when it is isolated
+    (``fn`` must be a module-level function, imported there by name; handles among the
+    arguments are the worker's objects), else here. Use it for what must touch the target's
+    objects directly: writing parameters, autograd through its code, building under a device
+    context. An ``AssertionError`` that ``fn`` raises is a property's verdict; anything else the
+    call raises is an ``ImplementationError`` of the target."""
+    what = f"{getattr(fn, '__name__', fn)}(...)"
+    if target.worker is not None:
+        return target.worker.apply(fn, args, kwargs, what)
+    try:
+        return guard.call(fn, what, *args, **kwargs)
+    except guard.ImplementationError as exc:
+        if isinstance(exc.__cause__, AssertionError) and not isinstance(exc.__cause__, guard.ImplementationError):
+            raise exc.__cause__ from None
+        raise
+
+
 def qualified_property(module_name: str, name: str) -> str:
     """``FAMILY.name``: the suite module's FAMILY (default: its last dotted part) and the
     property's own name; the conformance table's row."""
@@ -76,6 +94,8 @@ def repro_command(target: Target, check: Callable, cfg: Config) -> str:
     except ValueError:
         pass
     extra = "".join(f" --convention {k}={v}" for k, v in sorted(target.cli_conventions.items()))
+    if not target.isolated:
+        extra += " --isolation none"
     return (f"python -m harness repro {shlex.quote(path + '::' + check.__name__)} "
             f"--impl {shlex.quote(target.spec)}{extra} --config {shlex.quote(cfg.to_json())}")
 
@@ -88,6 +108,8 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
     seed = getattr(cfg, "seed", None)
     if seed is not None:
         torch.manual_seed(seed)  # a target that draws from torch's global RNG replays exactly
+        if target.worker is not None:
+            target.worker.next_seed = seed  # (in its worker: seeded before the example's first call)
     try:
         return check(target, cfg)
     except Missing:

@@ -11,7 +11,9 @@ from torch import nn
 from harness import guard, tolerance
 from harness.configs_norms import NormConfig
 from harness.guard import ImplementationError, expect_tensor
-from harness.runner import impl
+from harness.isolation import is_module
+from harness.runner import impl, on_target
+from harness.target_ops import assign_parameters
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF = (torch.float16, torch.bfloat16)
@@ -26,21 +28,13 @@ def build(target, name: str, cfg: NormConfig, eps, affine: bool = True, shape=No
     shape = cfg.ctor_shape if shape is None else shape
     dtype = cfg.torch_dtype if dtype is None else dtype
     mod = impl(target, name)(shape, eps=eps, elementwise_affine=affine)
-    if not isinstance(mod, nn.Module):
+    if not is_module(mod):
         raise ImplementationError(f"{name}({shape!r}, eps={eps}, elementwise_affine={affine}) returned "
                                   f"{type(mod).__name__}; the protocol constructs an nn.Module")
     moved = guard.call(mod.to, f"{name}.to", device=target.device, dtype=dtype)
-    mod = moved if isinstance(moved, nn.Module) else mod
-    for attr, value in params.items():
-        p = getattr(mod, attr, None)
-        if not isinstance(p, torch.Tensor):
-            raise AssertionError(f"{name}({shape!r}, elementwise_affine=True) has no .{attr} parameter "
-                                 f"(got {type(p).__name__}); the protocol sets it as on torch.nn.{name}")
-        if tuple(p.shape) != tuple(value.shape):
-            raise AssertionError(f"{name}({shape!r}).{attr} has shape {tuple(p.shape)}, expected "
-                                 f"{tuple(value.shape)} (the normalized_shape)")
-        with torch.no_grad():
-            p.copy_(value.to(p.dtype))
+    mod = moved if is_module(moved) else mod
+    if params:
+        on_target(target, assign_parameters, mod, name, shape, params)
     return mod
 
 

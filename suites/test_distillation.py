@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from harness import tolerance
 from harness.configs_bert import NO_SHRINK, distill_configs, wide_dtypes
 from harness.guard import ImplementationError
-from harness.runner import impl, run
+from harness.runner import impl, on_target, run
+from harness.target_ops import vjp
 from reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math
 
 FAMILY = "distillation"
@@ -143,11 +144,9 @@ def check_temperature(target, cfg):
                                      f"softmax lacks the temperature (expected {float(ref):.6g})")
         agree(out, s, t, T, f"loss at T={T}")
     T = cfg.temperature
-    leaf = s.detach().clone().requires_grad_(True)
-    out = call_loss(target, leaf, t, T)
-    if not out.requires_grad:
+    out, differentiable, (grad,) = on_target(target, vjp, target.lookup(LOSS), (s, t), {"temperature": T}, wrt=(0,))
+    if not differentiable:
         raise AssertionError("the loss does not depend differentiably on the student logits (no grad_fn)")
-    (grad,) = torch.autograd.grad(out, leaf)
     s64 = s.detach().cpu().double().requires_grad_(True)
     (ref_grad,) = torch.autograd.grad(distillation_math(s64, t.cpu(), T), s64)
     s_naive = s.detach().cpu().clone().requires_grad_(True)

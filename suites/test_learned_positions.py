@@ -17,39 +17,41 @@ from torch import nn
 from harness import guard, tolerance
 from harness.configs_positions import learned_configs
 from harness.guard import ImplementationError, expect_tensor
-from harness.runner import impl, run
+from harness.isolation import is_module
+from harness.runner import impl, on_target, run
 
 FAMILY = "learned_positions"
 LPE = "LearnedPositionEmbedding"
 pytestmark = pytest.mark.needs(LPE)
 
 
-def table_of(mod: nn.Module, cfg) -> torch.Tensor:
-    """The module's table: ``.weight``, else its one parameter of shape (max_positions, dim)."""
-    shape = (cfg.max_positions, cfg.dim)
+def write_table(mod: nn.Module, shape: tuple[int, int], table: torch.Tensor) -> torch.dtype:
+    """(Runs next to the target's module: ``on_target``.) Write ``table`` into the module's
+    table, ``.weight`` or else its one parameter of shape (max_positions, dim), in place;
+    returns the table's dtype."""
     w = getattr(mod, "weight", None)
-    if isinstance(w, torch.Tensor) and tuple(w.shape) == shape:
-        return w
-    found = [p for p in mod.parameters() if tuple(p.shape) == shape]
-    if len(found) != 1:
-        raise AssertionError(f"{LPE}{shape} has no .weight of shape {shape} and {len(found)} parameters "
-                             f"of that shape; the protocol reads the table from .weight")
-    return found[0]
+    if not (isinstance(w, torch.Tensor) and tuple(w.shape) == shape):
+        found = [p for p in mod.parameters() if tuple(p.shape) == shape]
+        if len(found) != 1:
+            raise AssertionError(f"{LPE}{shape} has no .weight of shape {shape} and {len(found)} parameters "
+                                 f"of that shape; the protocol reads the table from .weight")
+        w = found[0]
+    with torch.no_grad():
+        w.copy_(table.to(device=w.device, dtype=w.dtype))
+    return w.dtype
 
 
 def build(target, cfg) -> tuple[nn.Module, torch.Tensor]:
     """The target's module with a random table written into its weight; returns (module, table)."""
     mod = impl(target, LPE)(cfg.max_positions, cfg.dim)
-    if not isinstance(mod, nn.Module):
+    if not is_module(mod):
         raise ImplementationError(f"{LPE}({cfg.max_positions}, {cfg.dim}) returned {type(mod).__name__}, "
                                   f"expected an nn.Module")
     moved = guard.call(mod.to, f"{LPE}.to", device=target.device)
-    mod = moved if isinstance(moved, nn.Module) else mod
-    weight = table_of(mod, cfg)
-    table = cfg.table().to(weight.dtype)
-    with torch.no_grad():
-        weight.copy_(table.to(weight.device))
-    return mod, table
+    mod = moved if is_module(moved) else mod
+    table = cfg.table()
+    dtype = on_target(target, write_table, mod, (cfg.max_positions, cfg.dim), table)
+    return mod, table.to(dtype)
 
 
 def lookup(mod, positions):

@@ -21,7 +21,9 @@ from harness import guard, tolerance
 from harness.configs_bert import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
                                   hoeffding_radius, inputs_configs, model_configs, nsp_configs)
 from harness.guard import ImplementationError
-from harness.runner import impl, record_label, run
+from harness.isolation import is_module
+from harness.runner import impl, on_target, record_label, run
+from harness.target_ops import attribute_tensor, count_parameters, seeded
 from reference.bert import CONFIGS, PARAMETERS, PUBLISHED, parameter_count
 
 FAMILY = "models"
@@ -56,12 +58,25 @@ def profile(dep: torch.Tensor) -> tuple[str | None, str]:
     return None, f"feature {k} depends on (row = output position, column = input position):{_show(dep[:, k, :])}"
 
 
-def _jacobian(model, x) -> torch.Tensor:
-    """d model(x) / d x, vectorized (vmap over the backward) when the model's ops allow it."""
+def jacobian(model, x) -> torch.Tensor:
+    """(Runs next to the target's model: ``on_target``.) d model(x) / d x, vectorized (vmap over
+    the backward) when the model's ops allow it, else one backward per output."""
     try:
         return torch.autograd.functional.jacobian(model, x, vectorize=True)
     except Exception:  # noqa: BLE001 - ops without batching rules: one backward per output
-        return guard.call(torch.autograd.functional.jacobian, "jacobian of the model", model, x)
+        return torch.autograd.functional.jacobian(model, x)
+
+
+def prepare(model) -> tuple[torch.dtype, object]:
+    """(Runs next to the target's model.) eval mode, float64 when the model can run in it;
+    returns (dtype, embed_dim)."""
+    model.eval()
+    dtype = torch.float64
+    try:
+        model.double()
+    except Exception:  # noqa: BLE001 - a model that cannot run in float64 is probed in float32
+        dtype = torch.float32
+    return dtype, getattr(model, "embed_dim", None)
 
 
 def check_dependency(target, cfg):
@@ -69,26 +84,20 @@ def check_dependency(target, cfg):
     claim = target.lookup("MODEL_CLAIM")
     if claim not in PROFILES:
         raise AssertionError(f"MODEL_CLAIM = {claim!r}, expected one of {PROFILES}")
+    model = on_target(target, seeded, cfg.seed % 2**31, target.lookup("build_model"))
+    if not is_module(model):
+        raise ImplementationError(f"build_model() returned {type(model).__name__}, expected an nn.Module")
+    dtype, D = on_target(target, prepare, model)
+    if not isinstance(D, int):
+        raise ImplementationError("build_model()'s module has no integer attribute embed_dim (the input dim D)")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed % 2**31)
-        model = impl(target, "build_model")()
-        if not isinstance(model, torch.nn.Module):
-            raise ImplementationError(f"build_model() returned {type(model).__name__}, expected an nn.Module")
-        model.eval()
-        dtype = torch.float64
-        try:
-            model.double()
-        except Exception:  # noqa: BLE001 - a model that cannot run in float64 is probed in float32
-            dtype = torch.float32
-        D = getattr(model, "embed_dim", None)
-        if not isinstance(D, int):
-            raise ImplementationError("build_model()'s module has no integer attribute embed_dim (the input dim D)")
         x = torch.randn(cfg.batch, cfg.length, D, dtype=dtype)
     out = guard.call(model, "build_model()(inputs_embeds)", x)
     if not isinstance(out, torch.Tensor) or out.dim() != 3 or tuple(out.shape[:2]) != (cfg.batch, cfg.length):
         raise ImplementationError(f"the model returned {getattr(out, 'shape', type(out).__name__)}, "
                                   f"expected (B, L, H) = ({cfg.batch}, {cfg.length}, H)")
-    jac = _jacobian(model, x)  # (B, L, H, B, L, D)
+    jac = on_target(target, jacobian, model, x)  # (B, L, H, B, L, D)
     present = jac.abs() > _zero_allowance(dtype)
     if cfg.batch > 1:
         cross = present[0, :, :, 1:].any() | present[1:, :, :, 0].any()
@@ -107,24 +116,15 @@ def check_dependency(target, cfg):
     record_label(f"profile:{measured}")
 
 
-def _count(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 def check_param_count(target, cfg):
     """BERT-base and BERT-large, with and without the pooler, have exactly the published
     configurations' parameter counts (reference.bert.parameter_count; 110 M and 340 M in the
     paper, rounded): base 109,482,240 / 108,891,648, large 335,141,888 / 334,092,288."""
-    build = impl(target, "build_bert")
+    build = target.lookup("build_bert")
     for pooler in (True, False):
-        try:
-            with torch.device("meta"):
-                model = build(cfg.size, add_pooling_layer=pooler)
-        except ImplementationError:
-            model = build(cfg.size, add_pooling_layer=pooler)  # cannot be built on the meta device
+        got, _ = on_target(target, count_parameters, build, cfg.size, add_pooling_layer=pooler)
         expected = parameter_count(**CONFIGS[cfg.size], pooler=pooler)
         assert expected == PARAMETERS[cfg.size][0 if pooler else 1]
-        got = _count(model)
         if got != expected:
             raise AssertionError(
                 f"BERT-{cfg.size} ({'with' if pooler else 'without'} the pooler) has {got:,} parameters, the "
@@ -137,11 +137,9 @@ def check_embedding_sum(target, cfg):
     changing one segment id changes that position's output by exactly T[1] - T[0] (and nothing
     else), and every output equals the sum of its token, position and segment parts, each
     recovered from probes with one factor changed. Defaults: segment 0, positions 0..L-1."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed % 2**31)
-        emb = impl(target, "bert_embeddings")(cfg.vocab_size, cfg.hidden_size,
-                                              max_position_embeddings=cfg.max_positions, type_vocab_size=2)
-    emb.eval()
+    emb = on_target(target, seeded, cfg.seed % 2**31, target.lookup("bert_embeddings"), cfg.vocab_size,
+                    cfg.hidden_size, max_position_embeddings=cfg.max_positions, type_vocab_size=2)
+    guard.call(emb.eval, "bert_embeddings(...).eval")
     g = cfg.generator(1)
     B, L = cfg.batch, cfg.length
     ids = torch.randint(cfg.vocab_size, (B, L), generator=g)
@@ -168,9 +166,9 @@ def check_embedding_sum(target, cfg):
     if float(seg_delta.abs().max()) == 0.0:
         raise AssertionError("segment ids change nothing: the segment embedding is not added")
     close(seg_delta, seg_delta[:1].expand_as(seg_delta), "segment change T[1] - T[0] (must not depend on the position)")
-    table = getattr(emb, "token_type_embeddings", None)
-    if isinstance(table, torch.nn.Embedding):
-        close(seg_delta[0], (table.weight[1] - table.weight[0]).double(),
+    table = on_target(target, attribute_tensor, emb, "token_type_embeddings", "weight")
+    if table is not None and table.dim() == 2 and table.shape[0] >= 2:
+        close(seg_delta[0], (table[1] - table[0]).double(),
               "segment change vs token_type_embeddings.weight[1] - [0]")
     flipped = seg.clone()
     flipped[0, L // 2] = 1 - flipped[0, L // 2]

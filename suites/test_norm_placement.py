@@ -22,7 +22,8 @@ from harness import guard, tolerance
 from harness.configs_norms import norm_configs, wide_dtypes
 from harness.conventions import check_convention
 from harness.guard import ImplementationError
-from harness.runner import impl, record_label, run
+from harness.isolation import is_module
+from harness.runner import impl, on_target, record_label, run
 from suites._norms import BLOCK, forward, token_stats
 
 FAMILY = "norm_placement"
@@ -61,9 +62,9 @@ def check_placement(target, cfg):
     """A zero sublayer makes a pre-norm block the identity and a post-norm block a norm; the
     sublayer sees norm(x) (pre) or x (post); the placement is named."""
     dim, dtype, dev = cfg.normalized_shape[0], cfg.torch_dtype, target.device
-    probe = Probe()
+    probe = on_target(target, Probe)  # in the target's process: the block calls it there
     block = impl(target, BLOCK)(dim, probe)
-    if not isinstance(block, nn.Module):
+    if not is_module(block):
         raise ImplementationError(f"{BLOCK}({dim}, sublayer) returned {type(block).__name__}, not an nn.Module")
     block = guard.call(block.to, f"{BLOCK}.to", device=dev, dtype=dtype)
     z = torch.randn(cfg.shape, generator=cfg.generator(salt=1), dtype=torch.float64)

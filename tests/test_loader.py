@@ -3,6 +3,7 @@
 Missing / BrokenTarget, signature_problem."""
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -92,7 +93,7 @@ def test_missing_file_is_captured():
     target = load_target("/no/such/target.py")
     assert target.module is None
     assert target.load_error.startswith("FileNotFoundError: no such file: '/no/such/target.py'")
-    with pytest.raises(BrokenTarget, match="could not be loaded:\nFileNotFoundError"):
+    with pytest.raises(BrokenTarget, match="could not be loaded: FileNotFoundError"):
         target.lookup(SDPA)
 
 
@@ -134,10 +135,10 @@ def test_system_exit_at_import_is_captured(write):
     assert target.load_error.startswith("SystemExit: 4")
 
 
-def test_keyboard_interrupt_at_import_propagates(write):
-    path = write("interrupts.py", "raise KeyboardInterrupt\n")
-    with pytest.raises(KeyboardInterrupt):
-        load_target(path)
+def test_keyboard_interrupt_at_import_is_captured(write):
+    """A target raising KeyboardInterrupt at import is a load error, not the end of the session."""
+    target = load_target(write("interrupts.py", "raise KeyboardInterrupt\n"))
+    assert target.load_error.startswith("KeyboardInterrupt")
 
 
 def test_cli_conventions_are_kept(write):
@@ -225,3 +226,80 @@ def test_describe():
 def test_target_defaults():
     target = Target(spec="x")
     assert target.device == "cpu" and target.cli_conventions == {} and target.available() == []
+
+
+# ---- the same contract in a worker process (--isolation process) ----------------------------
+
+@pytest.fixture
+def isolated(request):
+    loaded = []
+
+    def load(spec, **kw):
+        t = load_target(spec, isolation="process", timeout=30, **kw)
+        loaded.append(t)
+        return t
+    yield load
+    for t in loaded:
+        t.close()
+
+
+def test_isolated_target_loads_in_a_worker_and_is_called_there(write, isolated):
+    path = write("pid.py", "import os\nPID = os.getpid()\n"
+                           "def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,"
+                           " is_causal=False, scale=None, enable_gqa=False):\n    return query * 2\n")
+    target = isolated(path)
+    assert target.load_error is None and target.module is None and target.isolated
+    assert target.available() == [SDPA] and target.file == path
+    assert path not in {getattr(m, "__file__", None) for m in list(sys.modules.values())}  # never imported here
+    assert target.lookup("PID") != os.getpid()
+    x = torch.arange(6.0).reshape(1, 1, 2, 3)
+    assert torch.equal(target.lookup(SDPA)(x, x, x), 2 * x)
+
+
+def test_isolated_lookup_missing_and_broken_names(write, isolated):
+    target = isolated(write("sig2.py", f"def {SDPA}(q, k):\n    return q\n"))
+    with pytest.raises(BrokenTarget, match="lacks parameter"):
+        target.lookup(SDPA)
+    with pytest.raises(Missing):
+        target.lookup("LayerNorm")
+
+
+def test_isolated_load_error_names_cause_and_line(write, isolated):
+    path = write("bad2.py", "X = 1\n\nraise ValueError('bad at import')\n")
+    target = isolated(path)
+    assert target.load_error.startswith("ValueError: bad at import")
+    assert f'{path}", line 3' in target.load_error
+    assert "harness/worker.py" not in target.load_error and "importlib" not in target.load_error
+
+
+def test_module_getattr_that_raises_breaks_that_name_only(write):
+    path = write("lazy.py", "HARNESS_DTYPES = None\nHARNESS_SIZES = None\nHARNESS_CONVENTIONS = None\n"
+                            "def __getattr__(name):\n    raise RuntimeError('lazy ' + name)\n")
+    target = load_target(path)
+    assert target.load_error is None
+    with pytest.raises(BrokenTarget, match="looking it up raised RuntimeError: lazy LayerNorm"):
+        target.lookup("LayerNorm")
+
+
+@pytest.mark.parametrize("decl,message", [
+    ("HARNESS_DTYPES = 7", "HARNESS_DTYPES = 7: expected a tuple"),
+    ("HARNESS_DTYPES = ('float8',)", "unknown dtype(s) ['float8']"),
+    ("HARNESS_DTYPES = ()", "empty, so no configuration could be drawn"),
+    ("import torch\nHARNESS_DTYPES = torch.float16", "single value where a tuple belongs; write ('float16',)"),
+    ("HARNESS_SIZES = [8, 16]", "expected a dict of config field"),
+    ("HARNESS_SIZES = {'E': 'many'}", "expected a range or a set of ints"),
+    ("HARNESS_SIZES = {'E': set()}", "is empty"),
+    ("HARNESS_CONVENTIONS = ['top_left']", "expected a dict"),
+    ("HARNESS_CONVENTIONS = {'rope': 'interleaved'}", "unknown convention 'rope'"),
+])
+def test_broken_declarations_are_named(write, decl, message):
+    target = load_target(write("decl.py", decl + "\n"))
+    assert target.load_error.startswith("broken declaration: ") and message in target.load_error
+
+
+def test_good_declarations_are_read(write):
+    target = load_target(write("decl_ok.py", "HARNESS_DTYPES = ['float16']\nHARNESS_SIZES = {'E': [8, 16]}\n"
+                                             "HARNESS_CONVENTIONS = {'causal_alignment': 'bottom_right'}\n"))
+    assert target.load_error is None and target.dtypes == ("float16",)
+    assert target.sizes == {"E": frozenset({8, 16})}
+    assert target.conventions == {"causal_alignment": "bottom_right"}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
@@ -15,6 +16,13 @@ def add_parser(sub) -> None:
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--profile", default=None, choices=["ci", "dev", "thorough"],
                    help="Hypothesis profile (default: ci when $CI is set, else dev)")
+    p.add_argument("--isolation", default="process", choices=["process", "none"],
+                   help="process (default): each target in its own worker process; none: in this "
+                        "process, for debugging with pdb")
+    p.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS",
+                   help="per-call time limit (default 20)")
+    p.add_argument("--import-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit for importing a target (default 120)")
     p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     p.set_defaults(func=main)
@@ -30,6 +38,11 @@ def pytest_argv(args) -> list[str]:
         argv += ["--convention", conv]
     if args.report:
         argv += ["--conformance-report", args.report]
+    argv += ["--isolation", args.isolation]
+    if args.impl_timeout is not None:
+        argv += ["--impl-timeout", str(args.impl_timeout)]
+    if args.import_timeout is not None:
+        argv += ["--import-timeout", str(args.import_timeout)]
     if args.profile:
         argv += ["--hypothesis-profile", f"harness-{args.profile}"]
     if args.keyword:
@@ -40,4 +53,9 @@ def pytest_argv(args) -> list[str]:
 def main(args) -> int:
     import pytest
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    return int(pytest.main(pytest_argv(args)))
+    code = int(pytest.main(pytest_argv(args)))
+    if args.report and code in (0, 1) and not (Path(args.report) / "conformance.json").is_file():
+        print(f"check: pytest ended (exit {code}) without writing the conformance report into "
+              f"{args.report}: no property result can be trusted", file=sys.stderr)
+        return 3
+    return code

@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
     p.add_argument("--config", required=True, help="the JSON configuration from the failure message")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--isolation", default="process", choices=["process", "none"],
+                   help="process (default): the target in its own worker process, as the suites ran it")
+    p.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS")
     p.set_defaults(func=main)
 
 
@@ -46,10 +49,16 @@ def load_check(ref: str):
 
 
 def main(args) -> int:
-    from harness import conventions, runner
+    from harness import conventions, guard, runner
     from harness.loader import Missing, load_target
 
-    target = load_target(args.impl, conventions.parse_cli(args.convention), args.device)
+    if args.impl_timeout is not None:
+        guard.set_timeout(args.impl_timeout)
+    target = load_target(args.impl, conventions.parse_cli(args.convention), args.device,
+                         isolation=args.isolation, threads=1)
+    if target.load_error:
+        print(f"target {target.spec!r} does not load: {target.load_error}")
+        return 2
     check = load_check(args.check)
     cfg = Config.from_json(args.config)
     print(f"replaying {runner.property_name(check)} on {target.spec} with {cfg}")
@@ -67,6 +76,8 @@ def main(args) -> int:
     except Exception:  # noqa: BLE001
         traceback.print_exc()
         return 2
+    finally:
+        target.close()
     labels = runner.take_labels()
     print("PASSED" + (f" ({labels[-1]})" if labels else ""))
     return 0

@@ -66,6 +66,10 @@ def main(args) -> int:
         print(f"\n=== {name}: python -m harness {' '.join(argv)}", flush=True)
         start = time.perf_counter()
         status[name] = stage(argv)
+        if name == "conformance" and status[name] == 0 and not (Path(args.out) / "conformance" / "conformance.json").is_file():
+            print("=== conformance exited 0 but wrote no conformance report: the process ended early "
+                  "(os._exit in a target run with --isolation none?); counted as failed", flush=True)
+            status[name] = 3
         print(f"=== {name} finished in {time.perf_counter() - start:.0f} s (exit {status[name]})", flush=True)
     print("\nsummary: " + ", ".join(f"{k} {'ok' if v == 0 else f'exit {v}'}" for k, v in status.items()))
     print(f"report: {args.out}/report/report.html")

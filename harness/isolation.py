@@ -1,0 +1,376 @@
+"""Target isolation: the harness's side of a target's worker process (``harness.worker``).
+
+One persistent worker per target, forked from a forkserver that was itself started fresh
+(``spawn``-like: it carries none of the harness's state) and preloaded torch, so a worker
+starts in tens of milliseconds instead of seconds. The harness never imports the target;
+references, the tolerance policy and every comparison stay in this process.
+
+- A call that does not return within the per-call limit gets the worker's whole process group
+  SIGKILLed (whatever the target does with signals, threads or retry loops); the call fails with
+  "did not return within the per-call limit", and the next call starts a fresh worker.
+- A call that kills the worker (a signal, ``os._exit``, a segfault, an OOM kill) fails with
+  "the worker process died with SIGSEGV during name(args)" and the last output it printed.
+- The import runs in the worker under ``import_timeout``.
+- Output the target prints is captured per call and capped (first and last KiB).
+Handles (``Remote``) stand for the worker's objects: calling one, reading or setting an
+attribute crosses to the worker; plain data (tensors, numbers, lists) comes back by value.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import torch
+
+from harness import guard, wire
+
+#: the import of a target may take longer than a call (transformers takes seconds)
+DEFAULT_IMPORT_TIMEOUT = 120.0
+#: characters of a target's output forwarded per test (each call's is capped first)
+OUTPUT_BUDGET = 16 * 1024
+_PRELOAD = ["torch", "harness.worker", "harness.loader", "harness.configs_bert",
+            "harness.configs_norms", "harness.configs_positions"]
+_LIVE: set["Worker"] = set()
+_context = None
+
+
+def _ctx():
+    global _context
+    if _context is None:
+        _context = mp.get_context("forkserver")
+        _context.set_forkserver_preload(_PRELOAD)
+    return _context
+
+
+@contextlib.contextmanager
+def _main_hidden():
+    """Start a worker without multiprocessing re-importing the harness's ``__main__`` in it
+    (pytest's, a script's, the console entry point's): the worker needs none of it."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__spec__ = None
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
+            if "__spec__" not in saved:
+                main.__dict__.pop("__spec__", None)
+
+
+class TargetRaised(Exception):
+    """Stands for an exception the target raised in its worker (the ``__cause__`` of the
+    ``ImplementationError``): ``type_name`` and ``message`` are the original's."""
+
+    def __init__(self, type_name: str, message: str, where: str = ""):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name, self.message, self.where = type_name, message, where
+
+
+class WorkerLost(guard.ImplementationError):
+    """The worker died or was killed during a request."""
+
+
+class Remote:
+    """A handle to an object in a target's worker. ``isinstance(x, Remote)`` tells a handle;
+    ``is_module(x)`` whether it stands for an ``nn.Module``."""
+
+    __slots__ = ("_worker", "_ref", "_name", "__weakref__")
+
+    def __init__(self, worker: "Worker", ref: wire.Ref, name: str):
+        object.__setattr__(self, "_worker", worker)
+        object.__setattr__(self, "_ref", ref)
+        object.__setattr__(self, "_name", name)
+
+    def __call__(self, *args, **kwargs):
+        return self._worker.call(self, self._name, args, kwargs)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self._worker.request(("getattr", self._ref, attr), f"{self._name}.{attr}")
+
+    def __setattr__(self, attr: str, value) -> None:
+        self._worker.request(("setattr", self._ref, attr, value), f"setting {self._name}.{attr}")
+
+    def __repr__(self) -> str:
+        return f"<{self._ref.type_name} in the worker of {self._worker.spec!r}>"
+
+    def __reduce_ex__(self, protocol):
+        """Sent back to its worker as its token, which the worker resolves to the object."""
+        r = self._ref
+        return (wire.Ref, (r.oid, r.generation, r.type_name, r.is_module, r.is_callable))
+
+    def __del__(self):
+        w = self._worker
+        if w.generation == self._ref.generation:
+            w.garbage.append(self._ref.oid)
+
+
+def is_module(obj: Any) -> bool:
+    """An ``nn.Module``, here or in a worker."""
+    return isinstance(obj, torch.nn.Module) or (isinstance(obj, Remote) and obj._ref.is_module)
+
+
+class Worker:
+    """The harness's end of one target's worker process."""
+
+    def __init__(self, spec: str, timeout: float | None = None, import_timeout: float | None = None,
+                 threads: int | None = None):
+        self.spec = spec
+        self.timeout = guard.get_timeout() if timeout is None else float(timeout)
+        self.import_timeout = DEFAULT_IMPORT_TIMEOUT if import_timeout is None else float(import_timeout)
+        self.threads = threads
+        self.generation = 0
+        self.process = self.conn = None
+        self.garbage: list[int] = []
+        self.hung: dict[str, str] = {}
+        self.next_seed: int | None = None
+        self.forwarded = self.withheld = 0
+        self.output_path = None
+        self.info = None
+
+    # -- life cycle --------------------------------------------------------------------------
+    def start(self):
+        """Start the worker and import the target; returns its ``TargetInfo`` (with
+        ``load_error`` set when it does not load: the exception, a hang, a crash)."""
+        from harness.loader import TargetInfo
+        try:
+            self._spawn()
+            self.info = self.request(("load", self.spec), f"import of {self.spec}", timeout=self.import_timeout,
+                                     limit_name="--import-timeout")
+        except guard.ImplementationError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, TargetRaised):
+                text = f"{cause.type_name}: {cause.message}"
+                if cause.where:
+                    text += "\n" + _trimmed_traceback(cause.where)
+            else:
+                text = str(exc)
+            self.info = TargetInfo(load_error=text)
+            self.close()
+        return self.info
+
+    def _spawn(self) -> None:
+        from harness import worker
+        self.generation += 1
+        self.garbage.clear()
+        if self.output_path is None:
+            self.output_path = worker.scratch_file()
+        parent, child = _ctx().Pipe()
+        self.process = _ctx().Process(target=worker.main, name=f"harness-worker:{self.spec}",
+                                      args=(child, self.generation, self.threads, self.output_path))
+        with _main_hidden():
+            self.process.start()
+        child.close()
+        self.conn = parent
+        _LIVE.add(self)
+
+    def _restart(self) -> None:
+        self._spawn()
+        info = self.request(("load", self.spec), f"import of {self.spec} (restarting its worker)",
+                            timeout=self.import_timeout, limit_name="--import-timeout")
+        if info.load_error:
+            raise guard.ImplementationError(f"restarting the worker of {self.spec!r}: {info.load_error}")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group (its children, its threads) and reap it."""
+        p = self.process
+        if p is None:
+            return
+        if p.pid and p.is_alive():
+            for kill in (lambda: os.killpg(p.pid, signal.SIGKILL), lambda: os.kill(p.pid, signal.SIGKILL)):
+                try:
+                    kill()
+                except (ProcessLookupError, PermissionError):
+                    pass
+        p.join(timeout=10)
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None
+        _LIVE.discard(self)
+
+    def close(self) -> None:
+        """Stop the worker: it is killed (a target's stray non-daemon thread must not keep a
+        session alive); its scratch file is removed."""
+        self.kill()
+        if self.output_path and os.path.exists(self.output_path):
+            os.unlink(self.output_path)
+        self.output_path = None
+
+    # -- requests ----------------------------------------------------------------------------
+    def lookup(self, name: str):
+        from harness.loader import BrokenTarget, Missing
+        reply = self.request(("lookup", name), f"lookup of {name}", kinds=True)
+        kind, value = reply
+        if kind == "missing":
+            raise Missing(value)
+        if kind == "broken":
+            raise BrokenTarget(value)
+        return value if not isinstance(value, Remote) else _renamed(value, name)
+
+    def call(self, remote: Remote, name: str, args: tuple, kwargs: dict):
+        """``remote(*args, **kwargs)`` in the worker, as ``guard.call`` does in-process."""
+        shown = guard.describe_args(args, kwargs)
+        if name in self.hung:
+            raise guard.ImplementationError(
+                f"{name} previously did not return within the per-call limit of {self.timeout:g} s "
+                f"(--impl-timeout) when called with ({self.hung[name]}); not called again")
+        if remote._ref.generation != self.generation:
+            if not self.alive():
+                self._restart()
+            if name in self.info.available:  # a protocol name: looked up again in the new worker
+                fresh = self.lookup(name)
+                remote = fresh if isinstance(fresh, Remote) else remote
+        if remote._ref.generation != self.generation:
+            raise guard.ImplementationError(
+                f"{name}: this object was lost when the worker of {self.spec!r} restarted after an "
+                f"earlier crash or timeout")
+        try:
+            return self.request(("call", remote._ref, args, kwargs, self._ctx()), f"{name}({shown})")
+        except WorkerLost as exc:
+            if "per-call limit" in str(exc):
+                self.hung[name] = shown
+            raise
+
+    def apply(self, fn, args: tuple, kwargs: dict, what: str):
+        """``fn(*args, **kwargs)`` in the worker: harness code next to the target's objects."""
+        return self.request(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True)
+
+    def _ctx(self) -> dict:
+        seed, self.next_seed = self.next_seed, None
+        return {"seed": seed, "grad": torch.is_grad_enabled()}
+
+    def request(self, msg: tuple, what: str, timeout: float | None = None, kinds: bool = False,
+                harness_code: bool = False, limit_name: str = "--impl-timeout"):
+        """Send one request and wait for its reply, at most ``timeout`` (the per-call limit)."""
+        if not self.alive():
+            if self.generation == 0 or self.info is None:
+                raise guard.ImplementationError(f"the worker of {self.spec!r} is not running")
+            self._restart()
+        limit = self.timeout if timeout is None else timeout
+        release, self.garbage = self.garbage, []
+        payload, gens = wire.dumps((msg[0], release, *msg[1:]))
+        start = time.monotonic()
+        try:
+            self.conn.send_bytes(payload)
+            data = self._receive(limit, start, what, limit_name)
+        except (BrokenPipeError, EOFError, ConnectionResetError):
+            data = None
+        if data is None:
+            self._lost(what, None, limit_name)
+        reply, _ = wire.loads(data)
+        return self._unpack(reply, gens, what, kinds, harness_code)
+
+    def _receive(self, limit: float, start: float, what: str, limit_name: str) -> bytes | None:
+        while True:
+            remaining = limit - (time.monotonic() - start)
+            if remaining <= 0:
+                self._lost(what, limit, limit_name)
+            if self.conn.poll(min(remaining, 0.25)):
+                return self.conn.recv_bytes()
+            if not self.process.is_alive() and not self.conn.poll(0):
+                return None
+
+    def _lost(self, what: str, limit: float | None, limit_name: str):
+        from harness import worker
+        output = ""
+        if self.output_path and os.path.exists(self.output_path):
+            with open(self.output_path, "rb") as f:
+                output = worker.read_capped(f.fileno())
+        if limit is not None:
+            self.kill()
+            cause = (f"{what} did not return within the per-call limit of {limit:g} s "
+                     f"({limit_name}); its worker process was killed")
+        else:
+            self.process.join(timeout=5)
+            code = self.process.exitcode
+            self.kill()
+            cause = f"the worker process {describe_exit(code)} during {what}"
+        raise WorkerLost(cause + (f"\n  its last output:\n{_indent(output)}" if output.strip() else ""))
+
+    def _unpack(self, reply, gens: list, what: str, kinds: bool, harness_code: bool):
+        kind = reply[0]
+        output = reply[-1] if kind != "ok" else reply[2]
+        if output:
+            self._forward(output, what)
+        if kind == "ok":
+            for g, state in zip(gens, reply[3]):
+                g.set_state(state)
+            value = self._materialize(reply[1], what)
+            return ("ok", value) if kinds else value
+        if kind in ("missing", "broken") and kinds:
+            return kind, reply[1]
+        if kind == "mutated":
+            raise guard.ImplementationError(f"{what} modified its input in place ({reply[1]})")
+        _, type_name, message, where, _, is_assertion = reply
+        if is_assertion and harness_code:  # the verdict of harness code run next to the target
+            raise AssertionError(message)
+        raise guard.ImplementationError(f"{what} raised {type_name}: {message}") from TargetRaised(
+            type_name, message, where)
+
+    def _forward(self, output: str, what: str) -> None:
+        """The target's output (already capped per call) into this process's stderr, which
+        pytest captures per test; past ``OUTPUT_BUDGET`` per test only the amount is counted."""
+        if self.forwarded < OUTPUT_BUDGET:
+            sys.stderr.write(f"[output of {self.spec} during {what}]\n{output}\n")
+        else:
+            self.withheld += len(output)
+        self.forwarded += len(output)
+
+    def output_report(self) -> str:
+        """What was withheld since the last call (and reset): a line for the test's output."""
+        line = (f"[{self.withheld:,} more characters of output of {self.spec} withheld "
+                f"(at most {OUTPUT_BUDGET:,} are shown per test)]") if self.withheld else ""
+        self.forwarded = self.withheld = 0
+        return line
+
+    def _materialize(self, value, what: str):
+        if isinstance(value, wire.Ref):
+            return Remote(self, value, what.split("(")[0])
+        if type(value) in (tuple, list):
+            return type(value)(self._materialize(v, what) for v in value)
+        if type(value) is dict:
+            return {k: self._materialize(v, what) for k, v in value.items()}
+        return value
+
+
+def _renamed(remote: Remote, name: str) -> Remote:
+    object.__setattr__(remote, "_name", name)
+    return remote
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            return f"died with {signal.Signals(-code).name}"
+        except ValueError:
+            return f"died with signal {-code}"
+    return f"exited with status {code} (os._exit or a native exit in the target)"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
+def _trimmed_traceback(where: str) -> str:
+    return "  traceback (innermost last):\n" + _indent(where)
+
+
+@atexit.register
+def _close_all() -> None:
+    for w in list(_LIVE):
+        w.close()

@@ -1,0 +1,72 @@
+"""Harness functions that run next to a target's objects (``harness.runner.on_target``).
+
+When the target is isolated these run in its worker process, where its modules and functions
+live; in-process (``--isolation none``) they run here. They are the harness's code: an
+``AssertionError`` they raise is a property's verdict. Each one returns plain data (tensors,
+numbers) or the target's objects (which come back as handles).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+def vjp(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out=None):
+    """``fn(*args, **kwargs)`` with ``args[i]`` (``i`` in ``wrt``) as fresh leaves that require
+    grad, then backward with ``grad_out`` (None: a scalar output's 1).
+
+    Returns ``(output detached, whether the output required grad, [grad of each wrt arg or
+    None])``; an output that does not require grad returns no gradients."""
+    args = list(args)
+    leaves = []
+    for i in wrt:
+        args[i] = args[i].detach().clone().requires_grad_(True)
+        leaves.append(args[i])
+    with torch.enable_grad():
+        out = fn(*args, **kwargs)
+        if not isinstance(out, torch.Tensor) or not out.requires_grad:
+            return out, False, [None] * len(leaves)
+        grads = torch.autograd.grad(out, leaves, grad_out, allow_unused=True)
+    return out.detach(), True, list(grads)
+
+
+def assign_parameters(mod: torch.nn.Module, name: str, shape: Any, params: dict[str, torch.Tensor]) -> None:
+    """Write float64 ``params`` into ``mod``'s tensors of the same names, in place (as a model's
+    checkpoint loading does), in the parameter's own dtype and device."""
+    for attr, value in params.items():
+        p = getattr(mod, attr, None)
+        if not isinstance(p, torch.Tensor):
+            raise AssertionError(f"{name}({shape!r}, elementwise_affine=True) has no .{attr} parameter "
+                                 f"(got {type(p).__name__}); the protocol sets it as on torch.nn.{name}")
+        if tuple(p.shape) != tuple(value.shape):
+            raise AssertionError(f"{name}({shape!r}).{attr} has shape {tuple(p.shape)}, expected "
+                                 f"{tuple(value.shape)} (the normalized_shape)")
+        with torch.no_grad():
+            p.copy_(value.to(device=p.device, dtype=p.dtype))
+
+
+def seeded(seed: int, build: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``build(*args, **kwargs)`` with torch's global RNG seeded, and left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build(*args, **kwargs)
+
+
+def count_parameters(build: Callable, *args: Any, **kwargs: Any) -> tuple[int, bool]:
+    """``build(...)``'s parameter count, built on the meta device when it can be (no memory),
+    else on the CPU; returns ``(count, built on meta)``."""
+    try:
+        with torch.device("meta"):
+            model = build(*args, **kwargs)
+        on_meta = True
+    except Exception:  # noqa: BLE001 - a builder that cannot run on the meta device
+        model, on_meta = build(*args, **kwargs), False
+    return sum(p.numel() for p in model.parameters()), on_meta
+
+
+def attribute_tensor(obj: Any, *path: str) -> torch.Tensor | None:
+    """``obj.a.b...`` when it is a tensor (e.g. an embedding's ``.weight``), else None."""
+    for attr in path:
+        obj = getattr(obj, attr, None)
+    return obj.detach() if isinstance(obj, torch.Tensor) else None

@@ -1,0 +1,140 @@
+"""What crosses the boundary between the harness and a target's worker process.
+
+Messages are pickled (an in-memory pipe between two processes of this harness, never a stored
+file; results and baselines are JSON/CSV/Parquet). Tensors travel with their layout:
+
+- a small tensor (< ``SHM_BYTES``) as the bytes of its storage plus offset, size and stride, so
+  a transposed, sliced or stride-0 expanded view arrives as the same view;
+- a large CPU tensor through shared memory (``torch.multiprocessing``'s reduction: no copy);
+- a CUDA tensor is staged through the CPU and rebuilt on its device (CUDA IPC handles would
+  tie the two processes' lifetimes together, and a worker killed mid-call must not take the
+  harness's memory with it).
+
+A ``torch.Generator`` travels as its state and comes back as its state after the call, so the
+harness's generator advances exactly as it would in-process. Objects the worker keeps (modules,
+functions, anything that is not plain data) travel as a ``Ref`` token.
+"""
+from __future__ import annotations
+
+import io
+import pickle
+from dataclasses import dataclass
+
+import torch
+
+#: tensors at least this large (bytes of storage) go through shared memory
+SHM_BYTES = 1 << 20
+#: a call's captured output is cut to its first and last KiB
+OUTPUT_KEEP = 1024
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A handle to an object that lives in the worker: ``oid`` in its table, from worker
+    ``generation`` (a restarted worker has lost it), with a description for messages."""
+    oid: int
+    generation: int
+    type_name: str
+    is_module: bool
+    is_callable: bool
+
+
+def _rebuild_small(data: bytes, dtype: torch.dtype, offset: int, size, stride, requires_grad: bool,
+                   device: str) -> torch.Tensor:
+    storage = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    base = storage.view(dtype) if data else torch.empty(0, dtype=dtype)
+    t = base.as_strided(size, stride, offset)
+    if device != "cpu":
+        t = _restrided(t, device)
+    return t.requires_grad_(requires_grad) if requires_grad and t.is_floating_point() else t
+
+
+def _restrided(t: torch.Tensor, device: str) -> torch.Tensor:
+    """``t`` on ``device`` with the same strides (a plain ``.to`` would make it contiguous)."""
+    out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device)
+    out.copy_(t)
+    return out
+
+
+def _storage_bytes(t: torch.Tensor) -> bytes:
+    s = t.untyped_storage()
+    if not s.nbytes():
+        return b""
+    return torch.empty(0, dtype=torch.uint8).set_(s).numpy().tobytes()
+
+
+def reduce_tensor(t: torch.Tensor):
+    cpu = t.detach()
+    device = str(t.device)
+    if t.device.type != "cpu":
+        cpu = _cpu_copy_same_strides(cpu)
+    if cpu.untyped_storage().nbytes() >= SHM_BYTES and device == "cpu" and not t.requires_grad:
+        from torch.multiprocessing.reductions import reduce_tensor as shm_reduce
+        return shm_reduce(cpu)
+    return (_rebuild_small, (_storage_bytes(cpu), cpu.dtype, cpu.storage_offset(), tuple(cpu.size()),
+                             tuple(cpu.stride()), bool(t.requires_grad), device))
+
+
+def _cpu_copy_same_strides(t: torch.Tensor) -> torch.Tensor:
+    if t.is_contiguous() or t.numel() == 0:
+        return t.cpu()
+    return _restrided(t, "cpu")
+
+
+def _rebuild_generator(device: str, state: torch.Tensor) -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.set_state(state)
+    _rebuilt.append(g)
+    return g
+
+
+def _as_parameter(t: torch.Tensor) -> torch.nn.Parameter:
+    return torch.nn.Parameter(t, requires_grad=t.requires_grad)
+
+
+#: the generators the last ``loads`` in this process rebuilt, in message order
+_rebuilt: list[torch.Generator] = []
+
+
+class Pickler(pickle.Pickler):
+    """Tensors by layout (small) or shared memory (large); generators by state (recorded in
+    ``generators``, in the order the receiver rebuilds them)."""
+
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.generators: list[torch.Generator] = []
+
+    def reducer_override(self, obj):
+        if isinstance(obj, torch.nn.Parameter):
+            return (_as_parameter, (obj.detach(),))
+        if isinstance(obj, torch.Tensor):
+            return reduce_tensor(obj)
+        if isinstance(obj, torch.Generator):
+            self.generators.append(obj)
+            return (_rebuild_generator, (str(obj.device), obj.get_state()))
+        return NotImplemented
+
+
+def dumps(obj) -> tuple[bytes, list[torch.Generator]]:
+    """The message's bytes, and the generators in it (whose states the reply brings back)."""
+    buf = io.BytesIO()
+    pickler = Pickler(buf)
+    pickler.dump(obj)
+    return buf.getvalue(), pickler.generators
+
+
+def loads(data: bytes) -> tuple[object, list[torch.Generator]]:
+    """The message, and the generators rebuilt from it (in the sender's order)."""
+    _rebuilt.clear()
+    obj = pickle.loads(data)
+    gens = list(_rebuilt)
+    _rebuilt.clear()
+    return obj, gens
+
+
+def cap_output(text: str, keep: int = OUTPUT_KEEP) -> str:
+    """The first and last ``keep`` characters of a call's output, and how much was dropped."""
+    if len(text) <= 2 * keep:
+        return text
+    dropped = len(text) - 2 * keep
+    return f"{text[:keep]}\n[... {dropped:,} characters of output dropped ...]\n{text[-keep:]}"

@@ -1,0 +1,250 @@
+"""The target's process: imports the target and runs every call into it.
+
+Started by ``harness.isolation`` (one persistent worker per target, forked from a clean
+forkserver that preloaded torch; never from the harness's own process state). The harness
+process never imports the target: it sends requests over a pipe and gets plain data back.
+Whatever the target does to torch, to signals, to threads or to its own process stays here,
+and the harness kills the whole process group on a timeout.
+
+Requests (``wire``-pickled tuples) and what they return:
+  ("load", spec)                         -> TargetInfo (import under output capture)
+  ("lookup", name)                       -> the attribute, exported (see ``export``)
+  ("call", ref, args, kwargs, ctx)       -> ref(*args, **kwargs), exported
+  ("getattr", ref, attr) / ("setattr", ref, attr, value)
+  ("apply", fn, args, kwargs, ctx)       -> fn(*args, **kwargs): harness code run next to the
+                                            target's objects (fn is imported here by name)
+Every request also carries the ids of the handles the harness dropped (freed here).
+A reply is ("ok", value, output, generator states) or ("raised", type name, message,
+traceback, output, is_assertion) or ("missing"/"broken", message, output).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import tempfile
+import traceback
+from typing import Any
+
+import torch
+
+from harness import loader, wire
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
+          range, slice, type(Ellipsis))
+
+
+_HARNESS_FILES = {__file__, loader.__file__}
+
+
+class Worker:
+    def __init__(self, conn, generation: int, output_path: str):
+        self.conn = conn
+        self.generation = generation
+        self.objects: dict[int, Any] = {}
+        self.next_oid = 1
+        self.module = None
+        self.spec = "?"
+        self.output_path = output_path
+
+    # -- objects ---------------------------------------------------------------------------
+    def export(self, obj: Any) -> Any:
+        """Plain data by value (tensors detached); anything else stays here and goes as a Ref."""
+        if isinstance(obj, torch.Tensor):
+            return obj.detach()
+        if isinstance(obj, _PLAIN):
+            return obj
+        if type(obj) in (tuple, list):
+            return type(obj)(self.export(o) for o in obj)
+        if type(obj) is dict and all(isinstance(k, (str, int)) for k in obj):
+            return {k: self.export(v) for k, v in obj.items()}
+        oid, self.next_oid = self.next_oid, self.next_oid + 1
+        self.objects[oid] = obj
+        cls = type(obj)
+        return wire.Ref(oid, self.generation, f"{cls.__module__}.{cls.__qualname__}",
+                        isinstance(obj, torch.nn.Module), callable(obj))
+
+    def resolve(self, obj: Any) -> Any:
+        if isinstance(obj, wire.Ref):
+            if obj.generation != self.generation or obj.oid not in self.objects:
+                raise LookupError(f"object {obj.type_name} no longer exists in the worker "
+                                  f"(it was restarted after a crash or timeout)")
+            return self.objects[obj.oid]
+        if type(obj) in (tuple, list):
+            return type(obj)(self.resolve(o) for o in obj)
+        if type(obj) is dict:
+            return {k: self.resolve(v) for k, v in obj.items()}
+        return obj
+
+    # -- requests --------------------------------------------------------------------------
+    def serve(self) -> None:
+        while True:
+            try:
+                data = self.conn.recv_bytes()
+            except (EOFError, OSError):
+                return
+            (op, release, *args), gens = wire.loads(data)
+            for oid in release:
+                self.objects.pop(oid, None)
+            with _capture(self.output_path) as out:
+                try:
+                    reply = ("ok", getattr(self, "op_" + op)(*args), None)
+                except _Reply as r:
+                    reply = r.reply
+                except BaseException as exc:  # noqa: BLE001 - whatever the target raises is a reply
+                    reply = ("raised", type(exc).__name__, _message(exc), _where(exc), None,
+                             isinstance(exc, AssertionError) and not getattr(exc, "from_target", False))
+            reply = _with_output(reply, out.text(), [g.get_state() for g in gens])
+            try:
+                payload, _ = wire.dumps(reply)
+            except Exception as exc:  # noqa: BLE001 - an unpicklable result
+                payload, _ = wire.dumps(("raised", type(exc).__name__,
+                                         f"its result could not be sent back to the harness: {exc}",
+                                         "", reply[-2] if reply[0] == "ok" else None, False))
+            self.conn.send_bytes(payload)
+
+    def op_load(self, spec: str):
+        self.spec = spec
+        self.module = loader.import_spec(spec)
+        return loader.describe_module(spec, self.module)
+
+    def op_lookup(self, name: str):
+        try:
+            return self.export(loader.lookup_attribute(self.spec, self.module, name))
+        except loader.Missing as exc:
+            raise _Reply(("missing", str(exc))) from None
+        except loader.BrokenTarget as exc:
+            raise _Reply(("broken", str(exc))) from None
+
+    def op_call(self, ref, args, kwargs, ctx):
+        fn = self.resolve(ref)
+        return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, check_inputs=True)
+
+    def op_apply(self, fn, args, kwargs, ctx):
+        return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, check_inputs=False)
+
+    def op_getattr(self, ref, attr: str):
+        return self.export(getattr(self.resolve(ref), attr))
+
+    def op_setattr(self, ref, attr: str, value):
+        setattr(self.resolve(ref), attr, self.resolve(value))
+
+    def _run(self, fn, args, kwargs, ctx, check_inputs: bool):
+        if ctx.get("seed") is not None:
+            torch.manual_seed(ctx["seed"])
+        snapshots = _snapshots(args, kwargs) if check_inputs else []
+        with torch.set_grad_enabled(ctx.get("grad", True)):
+            result = fn(*args, **kwargs)
+        for key, snap in snapshots:
+            now = args[key] if isinstance(key, int) else kwargs[key]
+            if now.shape != snap.shape or not torch.equal(now.detach(), snap):
+                label = f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
+                raise _Reply(("mutated", label))
+        return self.export(result)
+
+
+class _Reply(Exception):
+    def __init__(self, reply):
+        super().__init__()
+        self.reply = reply
+
+
+def _snapshots(args, kwargs):
+    snaps = [(i, a.detach().clone()) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    return snaps + [(k, v.detach().clone()) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001
+        return f"<{type(exc).__name__} whose str() raised>"
+
+
+def _where(exc: BaseException, frames: int = 4) -> str:
+    """The target's innermost frames (file:line and code), without the harness's and the
+    import machinery's; chained exceptions are left out."""
+    stack = [f for f in traceback.extract_tb(exc.__traceback__)
+             if not f.filename.startswith("<frozen") and f.filename not in _HARNESS_FILES]
+    return "".join(traceback.format_list(stack[-frames:])).rstrip()
+
+
+def _with_output(reply, output: str, gen_states):
+    kind = reply[0]
+    if kind == "ok":
+        return ("ok", reply[1], output, gen_states)
+    if kind == "raised":
+        return reply[:4] + (output,) + reply[5:]
+    return reply + (output,)
+
+
+class _Captured:
+    def __init__(self, path: str):
+        self.path = path
+        self._text = ""
+
+    def text(self) -> str:
+        return self._text
+
+
+@contextlib.contextmanager
+def _capture(path: str):
+    """fds 1 and 2 into ``path`` for the duration of one request; the text, capped."""
+    cap = _Captured(path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    try:
+        yield cap
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        cap._text = read_capped(fd)
+        os.close(fd)
+
+
+def read_capped(fd: int, keep: int = wire.OUTPUT_KEEP) -> str:
+    """The first and last ``keep`` bytes of what was written to ``fd``, and the count dropped."""
+    size = os.lseek(fd, 0, os.SEEK_END)
+    if size == 0:
+        return ""
+    os.lseek(fd, 0, os.SEEK_SET)
+    if size <= 2 * keep:
+        return os.read(fd, size).decode(errors="replace")
+    head = os.read(fd, keep).decode(errors="replace")
+    os.lseek(fd, size - keep, os.SEEK_SET)
+    tail = os.read(fd, keep).decode(errors="replace")
+    return f"{head}\n[... {size - 2 * keep:,} bytes of output dropped ...]\n{tail}"
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this worker when its parent (the forkserver, which exits with the harness) dies."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def main(conn, generation: int, threads: int | None, output_path: str) -> None:
+    """Entry point of the worker process."""
+    os.setpgrp()  # its own process group: a kill reaches whatever the target started
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
+    if threads:
+        torch.set_num_threads(threads)
+    sys.stdin = open(os.devnull)  # noqa: SIM115
+    Worker(conn, generation, output_path).serve()
+
+
+def scratch_file() -> str:
+    fd, path = tempfile.mkstemp(prefix="harness-worker-", suffix=".out")
+    os.close(fd)
+    return path
