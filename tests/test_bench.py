@@ -11,7 +11,7 @@ import torch
 from harness.bench import Context, profiles
 from harness.bench import memory
 from harness.bench.runner import NonFinite, Point, Runner, check_finite, is_oom
-from harness.bench.store import FIELDS, STATUSES, ResultStore, make_key, make_row, read_rows
+from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_rows
 from harness.cli import main as cli_main
 from harness.loader import load_target
 
@@ -52,7 +52,8 @@ def test_tiny_run_writes_the_run_folder(tiny_run):
     for r in rows:
         assert list(r) == list(FIELDS)
         assert r["status"] in STATUSES
-        assert r["key"] == make_key(r["suite"], r["case"], r["params"])
+        assert r["key"] == point_key(r["suite"], r["case"], r["params"], r["role"], "reference")
+        assert ("@reference|" in r["key"]) == (r["role"] == "target")
         assert r["run_id"] == "tiny" and r["impl"] == "reference" and r["device"] == "cpu"
         assert (r["reason"] is None) == (r["status"] == "ok")
     assert len({r["key"] for r in rows}) == len(rows)
@@ -63,6 +64,11 @@ def test_tiny_run_writes_the_run_folder(tiny_run):
                       "tflops", "frac_of_peak"):
                 assert k in m, k
             assert m["time_s"] > 0 and m["flops"] > 0
+    roles = {(r["suite"], r["case"]): r["role"] for r in rows}
+    assert {c for c, role in roles.items() if role == "target"} == {
+        ("scaling", "target.sdpa"), ("scaling", "target.sliding_window"),
+        ("receptive_field", "target.sliding_window"), ("receptive_field", "hf_mistral"),
+        ("kv_cache", "mha"), ("kv_cache", "gqa"), ("kv_cache", "mqa"), ("kv_cache", "rolling_window")}
     cases = {r["case"] for r in by(rows, "scaling") if r["status"] == "ok"}
     assert {"target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",
             "target.sliding_window", "lstm"} <= cases
@@ -127,7 +133,8 @@ def test_resume_skips_done_points(tmp_path):
     broken.update(status="error", reason="planted")
     lines[1] = json.dumps(broken)
     (out / "results.jsonl").write_text("\n".join(lines) + "\n{\"truncated")  # + a crash-cut line
-    assert bench(out, *args, "--resume") == 0
+    with pytest.warns(UserWarning, match="truncated last line"):
+        assert bench(out, *args, "--resume") == 0
     again = read_rows(out / "results.jsonl")
     assert sorted(r["key"] for r in again) == sorted(r["key"] for r in first)
     assert all(r["status"] == "ok" for r in again)
@@ -223,8 +230,10 @@ def test_runner_classifies_outcomes(tmp_path):
 def test_store_row_is_json_safe():
     row = make_row("r", "scaling", "c", "impl", "cpu", {"n": 2, "dtype": "float32"},
                    metrics={"time_s": float("nan"), "x": torch.tensor(3.0)})
-    assert list(row) == list(FIELDS)
+    assert list(row) == list(FIELDS) and row["role"] == "comparison"
     assert row["metrics"] == {"time_s": None, "x": 3.0}
+    mine = make_row("r", "scaling", "target.sdpa", "/home/me/attn.py", "cpu", {"n": 2}, role="target")
+    assert mine["key"] == 'scaling|target.sdpa@attn.py|{"n":2}' and mine["impl"] == "/home/me/attn.py"
     json.dumps(row, allow_nan=False)
     with pytest.raises(ValueError):
         make_row("r", "s", "c", "i", "cpu", {}, status="bogus")

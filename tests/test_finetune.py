@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.bench import finetune as ft
-from harness.bench.store import FIELDS, make_key
+from harness.bench.store import FIELDS, point_key
 from reference import finetune_data as fd
 
 PLANTED = Path(__file__).parent / "planted" / "finetune" / "ignores_padding_mask.py"
@@ -137,7 +137,8 @@ def test_smoke_profile_end_to_end(tmp_path):
     for r in rows:
         assert tuple(r) == FIELDS
         assert r["suite"] == "finetune" and r["status"] == "ok", r["reason"]
-        assert r["key"] == make_key("finetune", r["case"], r["params"])
+        assert r["key"] == point_key("finetune", r["case"], r["params"], r["role"], "reference")
+        assert r["role"] == ("target" if r["case"] == "swap.sdpa" else "comparison")
         assert r["run_id"] == "run" and r["device"] == "cpu"
         assert 0.0 <= r["metrics"]["accuracy"] <= 1.0
     maj = by_case["majority_class"]["metrics"]

@@ -39,6 +39,8 @@ from harness.bench.timer import synchronize
 from reference import registry
 
 SUITE = "kv_cache"
+#: every case decodes on the target's SDPA: all are the target's (role "target")
+TARGET_CASES = ("mha", "gqa", "mqa", "rolling_window")
 
 
 def kv_variants(heads: int) -> list[tuple[str, int]]:
@@ -173,7 +175,8 @@ def points(ctx: Context) -> list[Point]:
         p = {**base, "kv_heads": kv}
         if case == "rolling_window":
             p["window"] = prof.window
-        out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p)))
+        out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
+                         role="target" if case in TARGET_CASES else "comparison"))
     return out
 
 

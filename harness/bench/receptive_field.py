@@ -35,6 +35,8 @@ from reference import registry
 
 SUITE = "receptive_field"
 CASES = ("mistral_block", "banded_window", "target.sliding_window", "hf_mistral")
+#: the cases that run the target's code (role "target")
+TARGET_CASES = ("target.sliding_window", "hf_mistral")
 
 
 def formula(depth: int, window: int, extent: str = "w") -> int:
@@ -119,7 +121,8 @@ def points(ctx: Context) -> list[Point]:
         for depth in prof.depths:
             p = {"depth": depth, "window": prof.window, "n": prof.n, "dim": prof.dim,
                  "heads": prof.heads, "kv_heads": prof.kv_heads, "dtype": "float64"}
-            out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p)))
+            out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
+                             role="target" if case in TARGET_CASES else "comparison"))
     return out
 
 

@@ -29,7 +29,7 @@ from typing import Callable
 
 import torch
 
-from harness.bench.store import ResultStore, make_key, make_row
+from harness.bench.store import ResultStore, make_row, point_key
 from harness.bench.telemetry import Telemetry
 
 
@@ -121,10 +121,12 @@ class Point:
     #: True when the measurement already exists (a CPU sweep timed all sizes of the case):
     #: the point is then recorded even after the time budget is spent
     measured: Callable[[], bool] | None = None
+    #: "target" when the target's own code runs, "comparison" for the harness's kernels
+    role: str = "comparison"
 
-    @property
-    def key(self) -> str:
-        return make_key(self.suite, self.case, self.params)
+    def key(self, impl: str) -> str:
+        """The point's key when measured for the target ``impl`` (harness.runfolder.point_key)."""
+        return point_key(self.suite, self.case, self.params, self.role, impl)
 
     def label(self) -> str:
         shown = ",".join(f"{k}={v}" for k, v in self.params.items() if k in ("n", "depth", "kv_heads", "window"))
@@ -152,7 +154,7 @@ class Runner:
         status, reason, metrics, telemetry = "ok", None, dict(point.static_metrics), None
         if self.over_budget() and not (point.measured is not None and point.measured()):
             row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
-                           point.params, "skipped", self.budget_reason(), metrics, None)
+                           point.params, "skipped", self.budget_reason(), metrics, None, role=point.role)
             return self.store.append(row)
         tel = Telemetry.for_device(self.device)
         failed = False
@@ -179,11 +181,11 @@ class Runner:
             free_memory(self.device)
         telemetry = tel.summary()
         row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
-                       point.params, status, reason, metrics, telemetry)
+                       point.params, status, reason, metrics, telemetry, role=point.role)
         return self.store.append(row)
 
     def run(self, points: list[Point], desc: str = "bench") -> list[dict]:
-        todo = [p for p in points if not self.store.is_done(p.key)]
+        todo = [p for p in points if not self.store.is_done(p.key(self.impl))]
         done = len(points) - len(todo)
         if done and self.verbose:
             print(f"[{desc}] resume: {done} of {len(points)} points already measured", file=sys.stderr)

@@ -16,6 +16,9 @@ window cases (reference.banded.visible_keys); LSTM: 16 * b * n * d^2 (four gates
 input and recurrent matmuls). tflops = flops / median time; frac_of_peak divides by
 env.json's measured matmul peak for the dtype. peak_mem_bytes: harness.bench.memory.
 
+Roles: target.sdpa and target.sliding_window run the target's code (role "target", keyed by the
+target's identity); the other cases are the harness's comparison kernels.
+
 Timing: on CPU all sizes of a case are timed together in interleaved rounds
 (``harness.bench.sweep``), so drift of a shared machine does not bend the fitted
 exponent; on CUDA point by point with ``time_cuda``. A case whose call would take
@@ -35,7 +38,7 @@ from harness.bench import Check, Context
 from harness.bench.fit import fits_from_rows
 from harness.bench.memory import peak_memory
 from harness.bench.runner import Point, Skip, check_finite, note
-from harness.bench.store import make_key
+from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
 from harness.bench.timer import time_fn
 from reference import registry
@@ -47,6 +50,12 @@ BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_
 CASES = ("target.sdpa", "reference.naive", *(f"torch.sdpa.{b}" for b in BACKENDS),
          "banded_window", "target.sliding_window", "lstm")
 WINDOW_CASES = ("banded_window", "target.sliding_window")
+#: the cases that run the target's code (role "target"); the others are comparison kernels
+TARGET_CASES = ("target.sdpa", "target.sliding_window")
+
+
+def role_of(case: str) -> str:
+    return "target" if case in TARGET_CASES else "comparison"
 #: acceptance: fitted exponent within expected +- 0.15 (reference kernels only)
 EXPECTED = {"reference.naive": 2.0, "banded_window": 1.0}
 TOLERANCE = 0.15
@@ -163,8 +172,8 @@ def _cpu_sweep(ctx: Context, case: str) -> dict:
     """Time all of ``case``'s pending sizes together, interleaved (harness.bench.sweep)."""
     sweeps = ctx.state.setdefault("sweeps", {})
     if case not in sweeps:
-        pending = [p for p in ctx.state["case_params"][case]
-                   if ctx.store is None or not ctx.store.is_done(make_key(SUITE, case, p))]
+        pending = [p for p in ctx.state["case_params"][case] if ctx.store is None or not
+                   ctx.store.is_done(point_key(SUITE, case, p, role_of(case), ctx.impl))]
         slots = [Slot(p["n"], functools.partial(validate, ctx, case, p)) for p in pending]
         with torch.inference_mode():
             timings = run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"))
@@ -211,7 +220,7 @@ def points(ctx: Context) -> list[Point]:
         case_params[case] = [params_for(case, n, prof, ctx.device) for n in prof.sizes]
         for p in case_params[case]:
             out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
-                             measured=functools.partial(_swept, ctx, case)))
+                             measured=functools.partial(_swept, ctx, case), role=role_of(case)))
     return out
 
 

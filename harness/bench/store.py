@@ -1,12 +1,9 @@
-"""The run folder's ``results.jsonl``: one row per point, appended and flushed at once.
+"""The run folder's writer: ``results.jsonl``, one row per point, appended and fsynced at once.
 
-Row fields, in the order of notes/RESULTS_SCHEMA.md: key, run_id, suite, case, impl,
-device, params, status, reason, metrics, telemetry, time_utc.
-
-``key = "<suite>|<case>|<params as sorted compact JSON>"`` identifies a point across
-runs. ``--resume`` keeps the rows whose status is "ok" and measures the rest again:
-on opening, the file is rewritten (atomically, via a temporary file) without the
-non-ok rows, so every key appears once.
+Row fields, keys, statuses and roles: ``harness.runfolder`` (notes/RESULTS_SCHEMA.md).
+``--resume`` keeps the rows whose status is "ok" and measures the rest again: on opening, the
+file is rewritten (atomically, via a temporary file) without the non-ok rows, so every key
+appears once.
 """
 from __future__ import annotations
 
@@ -17,13 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("ok", "oom", "error", "nan", "skipped")
-FIELDS = ("key", "run_id", "suite", "case", "impl", "device", "params", "status", "reason",
-          "metrics", "telemetry", "time_utc")
+from harness.runfolder import (FIELDS, RESULTS, STATUSES, append_jsonl, make_key,  # noqa: F401
+                               point_key, read_jsonl)
 
-
-def make_key(suite: str, case: str, params: dict) -> str:
-    return f"{suite}|{case}|{json.dumps(params, sort_keys=True, separators=(',', ':'), default=str)}"
+#: the JSON-lines reader, by the name the bench code has used (harness.runfolder.read_jsonl)
+read_rows = read_jsonl
 
 
 def now_utc() -> str:
@@ -45,31 +40,14 @@ def _clean(value: Any) -> Any:
 
 def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params: dict,
              status: str = "ok", reason: str | None = None, metrics: dict | None = None,
-             telemetry: dict | None = None) -> dict:
+             telemetry: dict | None = None, role: str = "comparison") -> dict:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     params = _clean(params)
-    return {"key": make_key(suite, case, params), "run_id": run_id, "suite": suite, "case": case,
-            "impl": impl, "device": device, "params": params, "status": status,
-            "reason": reason if status != "ok" else None, "metrics": _clean(metrics or {}),
-            "telemetry": _clean(telemetry), "time_utc": now_utc()}
-
-
-def read_rows(path: Path) -> list[dict]:
-    """All parseable rows (a line cut short by a crash is ignored)."""
-    rows = []
-    if not Path(path).exists():
-        return rows
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    return {"key": point_key(suite, case, params, role, impl), "run_id": run_id, "suite": suite,
+            "case": case, "role": role, "impl": impl, "device": device, "params": params,
+            "status": status, "reason": reason if status != "ok" else None,
+            "metrics": _clean(metrics or {}), "telemetry": _clean(telemetry), "time_utc": now_utc()}
 
 
 class ResultStore:
@@ -78,12 +56,12 @@ class ResultStore:
     def __init__(self, run_dir: str | os.PathLike, resume: bool = False):
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / "results.jsonl"
+        self.path = self.dir / RESULTS
         self.run_id = self.dir.resolve().name
         self.resume = resume
         self.done: dict[str, dict] = {}
         if resume:
-            kept = [r for r in read_rows(self.path) if r.get("status") == "ok"]
+            kept = [r for r in read_jsonl(self.path) if isinstance(r, dict) and r.get("status") == "ok"]
             self.done = {r["key"]: r for r in kept}
             tmp = self.path.with_suffix(".jsonl.tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
@@ -97,17 +75,13 @@ class ResultStore:
         return key in self.done
 
     def append(self, row: dict) -> dict:
-        line = json.dumps(row, separators=(",", ":"), allow_nan=False)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_jsonl(self.path, row, allow_nan=False)
         if row["status"] == "ok":
             self.done[row["key"]] = row
         return row
 
     def rows(self) -> list[dict]:
-        return read_rows(self.path)
+        return read_jsonl(self.path)
 
     def write_json(self, name: str, obj: Any) -> Path:
         path = self.dir / name
