@@ -3,8 +3,9 @@
 A small Hugging Face Llama (``registry "hf_llama"``, random weights, no hub) with H
 query heads and num_key_value_heads = H (mha), H/2 and H/4 (gqa), 1 (mqa) runs a
 prompt of P tokens and then N greedy decode steps on a ``DynamicCache``; attention
-runs on the target's SDPA through ``AttentionInterface`` when the target has one
-(else torch's SDPA). Measured:
+runs on the target's SDPA through ``AttentionInterface``, so every case is the target's
+(role "target"). A target without ``scaled_dot_product_attention`` gets its points skipped
+with that reason: torch's SDPA is never run under the target's label. Measured:
 
   cache_bytes          sum over layers of keys.nbytes + values.nbytes after the run
   cache_formula_bytes  2 * layers * kv_heads * head_dim * seq * batch * bytes_per_element,
@@ -76,7 +77,7 @@ def _model(ctx: Context, case: str, p: dict):
     why = hf_available()
     if why:
         raise Skip(why)
-    sdpa = ctx.component("scaled_dot_product_attention")
+    sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
     config = dict(vocab_size=p["vocab"], hidden_size=p["heads"] * p["head_dim"],
                   intermediate_size=p["intermediate"], num_hidden_layers=p["layers"],
                   num_attention_heads=p["heads"], head_dim=p["head_dim"],

@@ -6,8 +6,10 @@
 The run folder (notes/RESULTS_SCHEMA.md): env.json (written first), results.jsonl
 (one row per point, flushed as measured), fits.json and receptive_field_grad.csv at
 the end. A point that fails (exception, NaN output, out of memory) is recorded with
-its status and reason and the run goes on. Exit status 0 when the run completed;
-with ``--strict``, 1 when an acceptance check failed.
+its status and reason and the run goes on. A target that does not load is refused
+before anything is written: no point is recorded for it. Exit status 0 when the run
+completed; 2 when it could not start (the message says why); with ``--strict``, 1 when
+an acceptance check failed.
 
 Time budget (``--time-budget-s``, default the profile's: 225 s for gpu, none otherwise;
 the default does not apply to finetune): no point starts after the budget is spent; the
@@ -181,8 +183,13 @@ def _run(args, suites, device, profile, allocator, started) -> int:
 
     target = load_target(args.impl, conventions.parse_cli(args.convention), device)
     if target.load_error:
-        print(f"warning: target {args.impl!r} does not load; its cases will be recorded as errors:\n"
-              f"{target.load_error}", file=sys.stderr)
+        cause = " ".join(target.load_error.split())
+        print(f"harness bench: error: the target {args.impl!r} does not load ({cause}), so nothing was "
+              f"measured and no point was recorded in {args.out}: a benchmark of a target that did not "
+              f"run would only label other code's numbers with its name. Fix the target (its import "
+              f"must succeed: python -c 'import ...' or the file's own error above) and run again.",
+              file=sys.stderr)
+        return 2
     store = ResultStore(args.out, resume=args.resume)
     budget = time_budget(args, profile)
     deadline = started + budget if budget is not None else None
