@@ -1,7 +1,7 @@
 """The benchmark run folder: the one contract between ``harness bench`` (writer) and ``harness
 report`` (reader), described in notes/RESULTS_SCHEMA.md. Everything both sides must agree on is
 defined here, once: file names, statuses, roles, the point key, the JSON-lines reader and
-appender and row validation.
+appender, row validation and the folder lock.
 
 Point key: ``"<suite>|<case>|<params as sorted compact JSON>"`` for the harness's comparison
 kernels, and ``"<suite>|<case>@<target id>|<params>"`` for a row of the target's own code (role
@@ -11,6 +11,7 @@ the ``--impl`` module path, or a ``.py`` file's name without its folder (a basel
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import warnings
@@ -19,6 +20,11 @@ from typing import Callable, Iterator
 
 RESULTS = "results.jsonl"
 ENV = "env.json"
+#: held (``fcntl.flock``) by the bench that writes the folder; holds its pid and command line
+LOCK = ".bench.lock"
+#: files a bench writes besides results.jsonl and env.json (removed by ``--overwrite``)
+DERIVED = ("fits.json", "receptive_field_grad.csv", "receptive_field_grad_by_case.csv",
+           "finetune_seeds.jsonl")
 STATUSES = ("ok", "oom", "error", "nan", "skipped")
 #: a point that ran and failed (a regression when the baseline's was ok)
 BAD_STATUSES = ("oom", "error", "nan")
@@ -134,3 +140,57 @@ def append_jsonl(path, obj, allow_nan: bool = True) -> None:
         fh.write(line)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+class FolderBusy(RunFolderError):
+    """Another process holds the run folder's lock."""
+
+
+class FolderLock:
+    """An exclusive ``fcntl.flock`` on ``<folder>/.bench.lock`` for as long as the object lives (or
+    until ``release``). The kernel drops it when the process dies, however it dies, so a killed
+    run never leaves the folder locked; the file itself stays (removing it would race)."""
+
+    def __init__(self, folder, argv: list[str] | None = None):
+        self.path = Path(folder) / LOCK
+        self.fh = open(self.path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "unknown pid"
+            self.fh.close()
+            self.fh = None
+            raise FolderBusy(f"{folder} is being written by another harness bench ({holder}); a second "
+                             f"run on the same --out would interleave its rows with that run's. Wait "
+                             f"for it to finish or choose another --out.") from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"pid {os.getpid()}: {' '.join(argv or [])}".strip() + "\n")
+        self.fh.flush()
+
+    def release(self) -> None:
+        if self.fh is not None:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
+            self.fh.close()
+            self.fh = None
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def locked_by(folder) -> str | None:
+    """Who holds ``folder``'s lock (its line: pid and command), or None when nobody does."""
+    path = Path(folder) / LOCK
+    if not path.is_file():
+        return None
+    with open(path, encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return fh.read().strip() or "unknown pid"
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return None

@@ -185,8 +185,8 @@ def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(
     assert trained == [0, 1]  # seed 0 not trained again
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == 1 and ok[0]["metrics"]["accuracy_seeds"] == [0.7, 0.71]
-    # without --resume the log starts empty: every seed is trained again
-    run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
+    # --overwrite (without, the folder's results are refused): the log starts empty, every seed again
+    run(out, "reference", "tiny", ["reference"], seeds=[0, 1], overwrite=True)
     assert trained == [0, 1, 0, 1]
 
 
