@@ -21,8 +21,9 @@ target's identity); the other cases are the harness's comparison kernels.
 
 Timing: on CPU all sizes of a case are timed together in interleaved rounds
 (``harness.bench.sweep``), so drift of a shared machine does not bend the fitted
-exponent; on CUDA point by point with ``time_cuda``. A case whose call would take
-longer than the profile's ``max_call_s`` at the next size (extrapolating n^2) skips
+exponent, and each size's row is written as soon as its part of the sweep is over
+(``Context.record``); on CUDA point by point with ``time_cuda``. A case whose call would
+take longer than the profile's ``max_call_s`` at the next size (extrapolating n^2) skips
 its larger sizes (status "skipped", the reason says why), so one slow target cannot
 eat the budget.
 """
@@ -169,15 +170,24 @@ def _metrics(ctx: Context, case: str, p: dict, timing, extra: dict) -> dict:
 
 
 def _cpu_sweep(ctx: Context, case: str) -> dict:
-    """Time all of ``case``'s pending sizes together, interleaved (harness.bench.sweep)."""
+    """Time all of ``case``'s pending sizes together, interleaved (harness.bench.sweep); each
+    size is recorded (``ctx.record``) as soon as its timing is over."""
     sweeps = ctx.state.setdefault("sweeps", {})
     if case not in sweeps:
+        found = sweeps[case] = {}  # filled size by size: ``measure`` reads it when recording
         pending = [p for p in ctx.state["case_params"][case] if ctx.store is None or not
                    ctx.store.is_done(point_key(SUITE, case, p, role_of(case), ctx.impl))]
         slots = [Slot(p["n"], functools.partial(validate, ctx, case, p)) for p in pending]
+        points = ctx.state.get("points", {})
+
+        def done(slot: Slot, result) -> None:
+            found[slot.n] = (result, slot.metrics)
+            if ctx.record is not None and (case, slot.n) in points:
+                ctx.record(points[(case, slot.n)])
+
         with torch.inference_mode():
-            timings = run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"))
-        sweeps[case] = {s.n: (timings[s.n], s.metrics) for s in slots}
+            run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"),
+                      on_done=done)
     return sweeps[case]
 
 
@@ -213,6 +223,7 @@ def points(ctx: Context) -> list[Point]:
     prof = ctx.profile.scaling
     out = []
     case_params = ctx.state.setdefault("case_params", {})
+    by_size = ctx.state.setdefault("points", {})
     ctx.state.pop("sweeps", None)
     for case in CASES:
         if not ctx.wants(case):
@@ -221,6 +232,7 @@ def points(ctx: Context) -> list[Point]:
         for p in case_params[case]:
             out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
                              measured=functools.partial(_swept, ctx, case), role=role_of(case)))
+            by_size[(case, p["n"])] = out[-1]
     return out
 
 

@@ -232,6 +232,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
     runner = Runner(store, args.impl, device, progress=not args.no_progress, deadline=deadline,
                     budget_s=budget)
+    ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []
     for name in suites:
         module = importlib.import_module(SUITE_MODULES[name])
