@@ -69,6 +69,11 @@ def test_tiny_run_writes_the_run_folder(tiny_run):
         ("scaling", "target.sdpa"), ("scaling", "target.sliding_window"),
         ("receptive_field", "target.sliding_window"), ("receptive_field", "hf_mistral"),
         ("kv_cache", "mha"), ("kv_cache", "gqa"), ("kv_cache", "mqa"), ("kv_cache", "rolling_window")}
+    for r in by(rows, "scaling"):
+        if r["status"] == "ok":  # the peak memory's repeats (the gate's memory allowance)
+            m = r["metrics"]
+            assert m["peak_mem_min_bytes"] <= m["peak_mem_bytes"] <= m["peak_mem_max_bytes"]
+            assert 1 <= m["peak_mem_repeats"] <= profiles.get("tiny").mem_repeats
     cases = {r["case"] for r in by(rows, "scaling") if r["status"] == "ok"}
     assert {"target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",
             "target.sliding_window", "lstm"} <= cases

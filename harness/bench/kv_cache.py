@@ -14,7 +14,8 @@ with that reason: torch's SDPA is never run under the target's label. Measured:
   cache_ratio_vs_mha   cache_bytes / mha's cache_bytes, and head_ratio = kv_heads / H
                        (ratio_match: equal, compared exactly in integers)
   tokens_per_s         batch * N / total decode time; time_s = median per decode step
-  peak_mem_bytes       the device's peak during prefill + decode (harness.bench.memory)
+  peak_mem_bytes       the device's peak during prefill + decode, the median of up to the
+                       profile's ``mem_repeats`` runs, with min/max (harness.bench.memory)
 
 rolling_window: a Mistral config with sliding_window = w; transformers 5.x gives
 ``DynamicCache(config=...)`` one DynamicSlidingWindowLayer per layer, which keeps
@@ -34,7 +35,7 @@ import time
 import torch
 
 from harness.bench import Check, Context
-from harness.bench.memory import peak_memory
+from harness.bench.memory import peak_memory_repeated
 from harness.bench.runner import Point, Skip, check_finite
 from harness.bench.timer import synchronize
 from reference import registry
@@ -133,7 +134,9 @@ def _mha_bytes(ctx: Context, p: dict) -> int | None:
 
 def measure(ctx: Context, case: str, p: dict) -> dict:
     model = _model(ctx, case, p)
-    res, peak, method = peak_memory(lambda: generate(model, p, ctx.device), ctx.device)
+    res, mem = peak_memory_repeated(lambda: generate(model, p, ctx.device), ctx.device,
+                                    getattr(ctx.profile, "mem_repeats", 1),
+                                    getattr(ctx.profile, "mem_budget_s", None))
     itemsize = torch.empty(0, dtype=getattr(torch, p["dtype"])).element_size()
     total = p["prompt"] + p["new_tokens"]
     seq = min(total, p["window"] - 1) if case == "rolling_window" else total
@@ -146,7 +149,7 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
          "cache_bytes_max": res["cache_bytes_max"],
          "time_s": statistics.median(steps), "time_iqr_s": q3 - q1, "time_min_s": min(steps),
          "repeats": len(steps), "tokens_per_s": p["batch"] * len(steps) / sum(steps),
-         "peak_mem_bytes": peak, "peak_mem_method": method,
+         **mem,
          "model_bytes": sum(t.nbytes for t in model.parameters()),
          "attn_implementation": model.config._attn_implementation}
     if case == "rolling_window":

@@ -21,12 +21,20 @@ max, so freed memory stays in the heap and is reused -- the CPU analogue of torc
 CUDA caching allocator. The one memory-measurement call per point
 is preceded by ``malloc_trim(0)``, which hands the free heap pages back to the kernel, so
 the call's allocations fault pages in again and VmHWM sees its peak. env.json records the mode.
+
+Repeats (``peak_memory_repeated``): which freed chunks a call reuses depends on the heap's state,
+so one call's RSS peak is a noisy sample (the banded kernel at n = 4096 read 58 to 90 MiB in
+five calls of one process). The call is measured several times; the median is the point's
+``peak_mem_bytes`` and min/max its spread, from which the baseline gate derives the allowance
+(reports/compare.py), as it does for times from their IQR.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import ctypes.util
+import statistics
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -113,3 +121,25 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> tuple[object, int | N
         out = fn()
         after = _rss_fields()["VmHWM"]
     return out, max(0, after - before), "rss_hwm_delta"
+
+
+def peak_memory_repeated(fn: Callable[[], object], device="cpu", repeats: int = 1,
+                         budget_s: float | None = None,
+                         clock: Callable[[], float] = time.perf_counter) -> tuple[object, dict]:
+    """``peak_memory`` of up to ``repeats`` calls of ``fn`` (fewer once ``budget_s`` is spent; one
+    where the counter is exact or unavailable). Returns the first call's result and the metrics
+    ``peak_mem_bytes`` (median), ``peak_mem_min_bytes``, ``peak_mem_max_bytes``,
+    ``peak_mem_repeats`` and ``peak_mem_method``."""
+    start = clock()
+    first, peak, method = peak_memory(fn, device)
+    peaks = [peak]
+    while (method == "rss_hwm_delta" and len(peaks) < repeats
+           and (budget_s is None or clock() - start < budget_s)):
+        out, peak, _ = peak_memory(fn, device)
+        del out
+        peaks.append(peak)
+    metrics = {"peak_mem_bytes": peaks[0], "peak_mem_method": method}
+    if peaks[0] is not None:
+        metrics.update(peak_mem_bytes=statistics.median_low(peaks), peak_mem_min_bytes=min(peaks),
+                       peak_mem_max_bytes=max(peaks), peak_mem_repeats=len(peaks))
+    return first, metrics

@@ -14,7 +14,8 @@ FLOPs count the useful work, 4 * b * h * n * k * d with k the average number of
 keys a query sees: k = n (dense), (n + 1) / 2 (causal), the window average for the
 window cases (reference.banded.visible_keys); LSTM: 16 * b * n * d^2 (four gates,
 input and recurrent matmuls). tflops = flops / median time; frac_of_peak divides by
-env.json's measured matmul peak for the dtype. peak_mem_bytes: harness.bench.memory.
+env.json's measured matmul peak for the dtype. peak_mem_bytes: the median of up to the
+profile's ``mem_repeats`` measured calls, with their min/max (harness.bench.memory).
 
 Roles: target.sdpa and target.sliding_window run the target's code (role "target", keyed by the
 target's identity); the other cases are the harness's comparison kernels.
@@ -37,7 +38,7 @@ import torch.nn.functional as F
 
 from harness.bench import Check, Context
 from harness.bench.fit import fits_from_rows
-from harness.bench.memory import peak_memory
+from harness.bench.memory import peak_memory_repeated
 from harness.bench.runner import Point, Skip, check_finite, note
 from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
@@ -143,7 +144,8 @@ def validate(ctx: Context, case: str, p: dict):
     call = make_call(ctx, case, p)
     with torch.inference_mode():
         try:
-            out, peak, method = peak_memory(call, ctx.device)
+            out, mem = peak_memory_repeated(call, ctx.device, getattr(ctx.profile, "mem_repeats", 1),
+                                            getattr(ctx.profile, "mem_budget_s", None))
         except RuntimeError as exc:
             if "No available kernel" in str(exc):
                 raise Skip(f"torch SDPA backend cannot run these inputs: {str(exc).splitlines()[0][:200]}") from None
@@ -154,7 +156,7 @@ def validate(ctx: Context, case: str, p: dict):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected:
             got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             raise RuntimeError(f"{case} returned {got}, expected a tensor of shape {expected}")
-    return call, {"peak_mem_bytes": peak, "peak_mem_method": method}
+    return call, mem
 
 
 def _metrics(ctx: Context, case: str, p: dict, timing, extra: dict) -> dict:
