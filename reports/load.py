@@ -47,6 +47,15 @@ class Run:
     def machine(self) -> str:
         return machine_name(self.env)
 
+    def asked_for(self, suite: str, case: str) -> bool:
+        """Whether this run was asked to measure ``case`` of ``suite`` (env.json's ``suites`` and
+        ``cases``, as ``harness bench`` records them; a run that does not say: everything)."""
+        if self.kind == "pytest-benchmark":
+            return suite == "pytest-benchmark"
+        suites, cases = self.env.get("suites"), self.env.get("cases")
+        return (not isinstance(suites, list) or suite in suites) and \
+            (not isinstance(cases, list) or not cases or case in cases)
+
 
 def machine_name(env: dict) -> str:
     parts = [str(env[k]) for k in ("hostname", "device_name") if env.get(k)]
@@ -163,6 +172,11 @@ def load_runs(paths) -> list[Run]:
         if n:
             run.run_id = f"{run.run_id}#{n + 1}"
     return runs
+
+
+def requested(runs: list[Run]):
+    """``(suite, case) -> bool``: whether any of ``runs`` was asked for that point's suite and case."""
+    return lambda suite, case: any(run.asked_for(suite, case) for run in runs)
 
 
 def _scalar(v) -> bool:

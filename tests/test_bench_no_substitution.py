@@ -1,10 +1,13 @@
 """No suite measures torch's kernel under the target's name. Tiny profile; no timing assertions."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.bench.store import read_rows
 from harness.cli import main as cli_main
+from harness.runfolder import locked_by
 
 
 def bench(out, *extra) -> int:
@@ -36,3 +39,6 @@ def test_no_suite_runs_torch_under_the_targets_name(tmp_path):
         assert r["role"] == "target" and "@window_only.py|" in r["key"]
         if r["status"] == "skipped":
             assert "scaled_dot_product_attention" in r["reason"]
+    env = json.loads((out / "env.json").read_text())
+    assert env["cases"] == ["mha", "rolling_window", "hf_mistral", "target.sliding_window"]
+    assert locked_by(out) is None  # the bench released its lock

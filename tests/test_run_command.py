@@ -70,11 +70,17 @@ def test_swaps_baseline_and_no_finetune(stages, tmp_path):
     assert "--overwrite" in calls[1][1] and not (out / "finetune").exists()
 
 
-def test_resume_reaches_the_bench_stages(stages, tmp_path):
+def test_resume_and_gate_options_reach_their_stages(stages, tmp_path):
     calls, _ = stages
-    assert cli(["run", "--out", str(tmp_path / "job"), "--resume"]) == 0
+    out = tmp_path / "job"
+    assert cli(["run", "--out", str(out), "--resume", "--baseline", "cpu-reference", "--gate-cases", "target",
+                "--allow-missing"]) == 0
     check, bench, finetune, report = (argv for _, argv in calls)
     assert "--resume" in bench and "--resume" in finetune and "--resume" not in check
+    assert "--cases=target" in report and "--allow-missing" in report
+    calls.clear()
+    assert cli(["run", "--out", str(out), "--gate-cases", "all"]) == 0  # no baseline: nothing to gate
+    assert not any(a.startswith("--cases") for a in calls[3][1])
 
 
 @pytest.mark.parametrize("failing", ["check", "bench", "finetune", "report"])

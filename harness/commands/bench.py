@@ -225,7 +225,8 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     peak = env.measure_peak_tflops(device, size=profile.peak_size)
     env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
                                      extra={"profile": profile.name, "impl": args.impl,
-                                            "suites": suites, "cpu_allocator": allocator,
+                                            "suites": suites, "cases": list(ctx_cases(args)) or None,
+                                            "cpu_allocator": allocator,
                                             "time_budget_s": budget}))
     ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
                   peak_tflops=peak, cases=ctx_cases(args) or None, threads=args.threads)

@@ -8,7 +8,8 @@ fine-tune at the same profile: cpu = 2,000 examples x 3 seeds) + ``report OUT --
 reads OUT and its sub-folder run OUT/finetune). ``--finetune-swaps`` adds the target's SDPA and
 LayerNorm swap-ins (three more trainings each); ``--no-finetune`` leaves the fine-tune out.
 Each stage runs in its own process. The exit status is non-zero when a property fails or, with
-``--baseline``, a metric regresses; every stage still runs so the report shows everything. An OUT that holds benchmark results
+``--baseline``, the report's gate fails (``--gate-cases`` and ``--allow-missing`` are passed to it);
+every stage still runs so the report shows everything. An OUT that holds benchmark results
 already is refused (exit 2, before any stage) unless ``--overwrite`` (start again) or
 ``--resume`` (the bench stages keep their ok points).
 """
@@ -34,6 +35,11 @@ def add_parser(sub) -> None:
     p.add_argument("--finetune-swaps", action="store_true",
                    help="also fine-tune with the target's SDPA and LayerNorm swapped in")
     p.add_argument("--hypothesis-profile", default="ci", choices=["ci", "dev", "thorough"])
+    p.add_argument("--gate-cases", default=None, choices=["target", "all"],
+                   help="report --cases: what the baseline gate judges (default: all for the reference, "
+                        "else the target's own cases)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="report --allow-missing: baseline points the job lacks are not regressions")
     again = p.add_mutually_exclusive_group()
     again.add_argument("--overwrite", action="store_true",
                        help="discard the benchmark results of an earlier job in OUT")
@@ -66,6 +72,8 @@ def main(args) -> int:
               file=sys.stderr)
         return 2
     again = ["--overwrite"] if args.overwrite else ["--resume"] if args.resume else []
+    gate = ([f"--cases={args.gate_cases}"] if args.gate_cases else []) + \
+        (["--allow-missing"] if args.allow_missing else [])
     status = {}
     stages = [
         ("conformance", ["check", *impl_args, "--report", f"{args.out}/conformance",
@@ -77,7 +85,7 @@ def main(args) -> int:
                       "majority_class,reference" + (",swap.sdpa,swap.layernorm" if args.finetune_swaps else ""),
                       *again]),
         ("report", ["report", args.out, "--out", f"{args.out}/report", "--html",
-                    *(["--baseline", args.baseline] if args.baseline else [])]),
+                    *(["--baseline", args.baseline, *gate] if args.baseline else [])]),
     ]
     if args.no_finetune:
         stages = [st for st in stages if st[0] != "finetune"]
