@@ -18,13 +18,17 @@ matrices in again and the timing measures the kernel's page faults as much as it
 arithmetic (70 % of the naive attention's time at n = 4096 on a 2-core VM). For
 timing, ``harness bench`` therefore sets glibc's M_MMAP_MAX = 0 and M_TRIM_THRESHOLD =
 max, so freed memory stays in the heap and is reused -- the CPU analogue of torch's
-CUDA caching allocator. The one memory-measurement call per point
-is preceded by ``malloc_trim(0)``, which hands the free heap pages back to the kernel, so
-the call's allocations fault pages in again and VmHWM sees its peak. env.json records the mode.
+CUDA caching allocator. The memory-measurement calls run in the opposite mode: before each,
+``malloc_trim(0)`` hands the free heap pages back to the kernel, and during it every block of
+>= ``MEASURE_MMAP_BYTES`` (1 MiB) is mmapped and unmapped on free. A temporary freed inside the
+call then leaves the resident set at once, so VmHWM sees the live peak; in the heap, a block
+freed and another allocated elsewhere both stayed resident, and the peak read anywhere between
+the live peak and 1.6x it, with the heap's layout (the float64 reference attention at n = 2048:
+928 to 1062 MiB in two processes; mmapped: 656 MiB in both). env.json records the mode.
 
-Repeats (``peak_memory_repeated``): which freed chunks a call reuses depends on the heap's state,
-so one call's RSS peak is a noisy sample (the banded kernel at n = 4096 read 58 to 90 MiB in
-five calls of one process). The call is measured several times; the median is the point's
+Repeats (``peak_memory_repeated``): even so one call's RSS peak is a noisy sample where blocks
+under 1 MiB and the math libraries' own buffers matter (the banded kernel at n = 4096 read 58 to
+90 MiB in five calls of one process, mmapped or not). The call is measured several times; the median is the point's
 ``peak_mem_bytes`` and min/max its spread, from which the baseline gate derives the allowance
 (reports/compare.py), as it does for times from their IQR.
 """
@@ -47,6 +51,8 @@ _CLEAR = Path("/proc/self/clear_refs")
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
+#: while a memory measurement runs (keeping mode): blocks this large are mmapped (module doc)
+MEASURE_MMAP_BYTES = 1 << 20
 _libc = None
 _keeping = False
 
@@ -66,24 +72,34 @@ def keep_freed_memory(enable: bool = True) -> str:
     global _keeping
     if enable and _mallopt(_M_MMAP_MAX, 0) and _mallopt(_M_TRIM_THRESHOLD, 2**31 - 1):
         _keeping = True
-        return "glibc: M_MMAP_MAX=0, M_TRIM_THRESHOLD=max (freed memory reused)"
+        return ("glibc: M_MMAP_MAX=0, M_TRIM_THRESHOLD=max (freed memory reused); memory measured "
+                f"with blocks >= {MEASURE_MMAP_BYTES} B mmapped")
     if not enable and _keeping:
         _mallopt(_M_MMAP_MAX, 65536)
         _mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
+        _mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
         _keeping = False
     return "default"
 
 
 @contextlib.contextmanager
 def _fresh_mappings():
-    """While measuring: free heap pages go back to the kernel (malloc_trim), so the
-    call's allocations fault pages in again and VmHWM sees its whole peak."""
-    if _keeping:
-        try:
-            _libc.malloc_trim(ctypes.c_size_t(0))
-        except AttributeError:
-            pass
-    yield
+    """While measuring (keeping mode): free heap pages go back to the kernel (malloc_trim), so
+    the call's allocations fault pages in again, and blocks of >= MEASURE_MMAP_BYTES are mmapped,
+    so what the call frees leaves the resident set: VmHWM sees its live peak (module doc)."""
+    if not _keeping:
+        yield
+        return
+    try:
+        _libc.malloc_trim(ctypes.c_size_t(0))
+    except AttributeError:
+        pass
+    _mallopt(_M_MMAP_THRESHOLD, MEASURE_MMAP_BYTES)
+    _mallopt(_M_MMAP_MAX, 65536)
+    try:
+        yield
+    finally:
+        _mallopt(_M_MMAP_MAX, 0)
 
 
 def _rss_fields() -> dict[str, int]:
