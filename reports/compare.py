@@ -5,13 +5,14 @@ Thresholds (one row per compared metric):
 
 - Metrics with a direction (``DIRECTION``): ``ratio = current / baseline``. The allowed relative change
   is ``tol = max(floor, K_SPREAD * relative spread)``, the floor being ``FLOOR[metric]``, or for
-  time-derived metrics ``TIME_FLOOR[device kind]`` (25 % CPU, 10 % GPU). The spread of a
-  time-derived metric (time_s, tflops, tokens_per_s) is the baseline's ``time_iqr_s / time_s``,
-  that of accuracy the half width of its 95 % CI over the accuracy, that of peak memory
-  ``(peak_mem_max_bytes - peak_mem_min_bytes) / peak_mem_bytes`` over the point's repeated
-  measurements, the larger of the baseline's and the run's (a heap's state moves a CPU RSS peak
-  by tens of percent from call to call, in either run). Lower-is-better regresses when
-  ``ratio > 1 + tol``, higher-is-better when ``ratio < 1 / (1 + tol)``.
+  time-derived metrics ``TIME_FLOOR[device kind]`` (25 % CPU, 10 % GPU). The spread is measured in
+  repeats, in the baseline and in the run, and the larger counts (two medians are only as
+  comparable as the noisier of them): for time-derived metrics (time_s, tflops, tokens_per_s)
+  ``time_iqr_s / time_s``; for accuracy the half width of its 95 % CI over the accuracy; for peak
+  memory ``(peak_mem_max_bytes - peak_mem_min_bytes) / peak_mem_bytes`` over the point's repeated
+  measurements (which freed blocks a call reuses moves a CPU RSS peak by tens of percent from call
+  to call). Lower-is-better regresses when ``ratio > 1 + tol``, higher-is-better when
+  ``ratio < 1 / (1 + tol)``.
 - Machine drift: per (run, suite, device kind) with at least ``DRIFT_MIN_POINTS`` timed pairs the
   drift ``d`` is the median of the ``time_s`` ratios; time-derived metrics are judged net of it,
   and the drift itself is one row per suite (metric ``time_s:suite_median``), worse when
@@ -109,7 +110,7 @@ def tolerance(metric: str, baseline_metrics: dict, device: str = "cpu",
               current_metrics: dict | None = None) -> float:
     floor = TIME_FLOOR[device_kind(device)] if metric in TIME_DERIVED else FLOOR.get(metric, 0.10)
     spread = relative_spread(metric, baseline_metrics)
-    if metric == "peak_mem_bytes" and current_metrics is not None:
+    if current_metrics is not None:  # the noisier of the two measurements decides
         spread = max(spread, relative_spread(metric, current_metrics))
     tol = max(floor, K_SPREAD * spread)
     base = baseline_metrics.get(metric)
