@@ -28,6 +28,9 @@ DERIVED = ("fits.json", "receptive_field_grad.csv", "receptive_field_grad_by_cas
 STATUSES = ("ok", "oom", "error", "nan", "skipped")
 #: a point that ran and failed (a regression when the baseline's was ok)
 BAD_STATUSES = ("oom", "error", "nan")
+#: the start of a skipped point's reason when the sweep stopped at a size whose predicted call time
+#: is over the profile's per-call budget: a decision on the machine's speed at that moment
+SIZE_CAP_REASON = "size cap"
 #: "target": the code under test ran (its SDPA, sliding window, LayerNorm...); "comparison": the
 #: harness's own kernels (naive math, torch backends, banded, LSTM, the stock fine-tune)
 ROLES = ("target", "comparison")

@@ -22,7 +22,10 @@ Thresholds (one row per compared metric):
   not now is a regression.
 - A metric the baseline has a value for and the run has not (NaN, null, absent) is a regression.
 - Status: a point ``ok`` in the baseline and ``oom``/``error``/``nan`` now is a regression; ``skipped``
-  now counts as missing.
+  now counts as missing, except where the sweep stopped at a size whose predicted call time is
+  over the profile's per-call budget (reason "size cap: ..."): that decision follows the machine's
+  speed at the moment (a busy 2-core VM moved it by one size from run to run), and the sizes
+  below it are compared.
 
 The gate (``gate``):
 
@@ -45,7 +48,7 @@ from typing import Callable
 
 import pandas as pd
 
-from harness.runfolder import BAD_STATUSES, target_id
+from harness.runfolder import BAD_STATUSES, SIZE_CAP_REASON, target_id
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",
              "tflops": "higher", "tokens_per_s": "higher", "accuracy": "higher"}
@@ -192,6 +195,8 @@ def _status_row(base: dict, cur: dict, allow_missing: bool) -> dict | None:
     extra = ""
     if b == "ok" and c in BAD_STATUSES:
         verdict = "regression"
+    elif b == "ok" and c == "skipped" and reason.startswith(SIZE_CAP_REASON):
+        verdict = "skipped (size cap)"  # the machine's speed now; the smaller sizes are compared
     elif b == "ok" and c == "skipped":  # not measured now: as good as missing
         verdict = "skipped" if allow_missing else "regression"
         extra = "; not measured now (--allow-missing accepts it)" if not allow_missing else ""

@@ -99,6 +99,14 @@ def test_a_point_skipped_now_counts_as_missing(tmp_path, base):
     assert report(run, base, "--allow-missing") == 0
 
 
+def test_a_size_cap_that_follows_the_machines_speed_is_reported_not_gated(tmp_path, base):
+    cap = "size cap: predicted 1.30 s per call at n=4096 (n^2 from 0.65 s at n=2048), over the budget"
+    run = make_run(tmp_path, "run", status={("banded_window", 4096): ("skipped", cap)})
+    assert report(run, base) == 0
+    table = comparison(run)
+    assert table[table["verdict"] == "skipped (size cap)"]["key"].str.contains('"n":4096').all()
+
+
 @pytest.mark.parametrize("where", ["run", "baseline"])
 def test_unknown_status_is_an_input_error(tmp_path, base, where, capsys):
     run = make_run(tmp_path, "run")

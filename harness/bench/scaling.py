@@ -43,6 +43,7 @@ from harness.bench.runner import Point, Skip, check_finite, note
 from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
 from harness.bench.timer import time_fn
+from harness.runfolder import SIZE_CAP_REASON
 from reference import registry
 from reference.banded import visible_keys
 
@@ -215,8 +216,8 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
                          max_run_s=prof.max_run_s)
     nxt = [n for n in prof.sizes if n > p["n"]]
     if nxt and timing.median_s * (nxt[0] / p["n"]) ** 2 > prof.max_call_s:
-        slow[case] = (f"predicted {timing.median_s * (nxt[0] / p['n']) ** 2:.2f} s per call at "
-                      f"n={nxt[0]} (n^2 from {timing.median_s:.3f} s at n={p['n']}), over the "
+        slow[case] = (f"{SIZE_CAP_REASON}: predicted {timing.median_s * (nxt[0] / p['n']) ** 2:.2f} s "
+                      f"per call at n={nxt[0]} (n^2 from {timing.median_s:.3f} s at n={p['n']}), over the "
                       f"profile's per-call budget of {prof.max_call_s:g} s; larger sizes not measured")
     return _metrics(ctx, case, p, timing, extra)
 

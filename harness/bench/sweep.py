@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from harness.bench.timer import Timing, calibrate, summarize
+from harness.runfolder import SIZE_CAP_REASON
 
 
 @dataclass
@@ -115,8 +116,8 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
         live.append(slot)
         nxt = slots[i + 1].n if i + 1 < len(slots) else None
         if nxt is not None and per_call * (nxt / slot.n) ** 2 > prof.max_call_s:
-            stop = (f"predicted {per_call * (nxt / slot.n) ** 2:.2f} s per call at n={nxt} (n^2 from "
-                    f"{per_call:.2f} s at n={slot.n}), over the profile's per-call budget of "
+            stop = (f"{SIZE_CAP_REASON}: predicted {per_call * (nxt / slot.n) ** 2:.2f} s per call at "
+                    f"n={nxt} (n^2 from {per_call:.2f} s at n={slot.n}), over the profile's per-call budget of "
                     f"{prof.max_call_s:g} s; this and larger sizes not measured")
     rnd = 0
     while True:
