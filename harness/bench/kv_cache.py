@@ -13,7 +13,8 @@ with that reason: torch's SDPA is never run under the target's label. Measured:
   match                cache_bytes == cache_formula_bytes, exactly
   cache_ratio_vs_mha   cache_bytes / mha's cache_bytes, and head_ratio = kv_heads / H
                        (ratio_match: equal, compared exactly in integers)
-  tokens_per_s         batch * N / total decode time; time_s = median per decode step
+  tokens_per_s         batch * N / total decode time; time_s = median per decode step, both over
+                       the steps of every run (the memory repeats decode the same tokens again)
   peak_mem_bytes       the device's peak during prefill + decode, the median of up to the
                        profile's ``mem_repeats`` runs, with min/max (harness.bench.memory)
 
@@ -134,14 +135,18 @@ def _mha_bytes(ctx: Context, p: dict) -> int | None:
 
 def measure(ctx: Context, case: str, p: dict) -> dict:
     model = _model(ctx, case, p)
-    res, mem = peak_memory_repeated(lambda: generate(model, p, ctx.device), ctx.device,
-                                    getattr(ctx.profile, "mem_repeats", 1),
+    steps: list[float] = []  # every run's decode steps: one run is ~50 ms, one load burst
+
+    def run() -> dict:
+        out = generate(model, p, ctx.device)
+        steps.extend(out["steps"])
+        return out
+    res, mem = peak_memory_repeated(run, ctx.device, getattr(ctx.profile, "mem_repeats", 1),
                                     getattr(ctx.profile, "mem_budget_s", None))
     itemsize = torch.empty(0, dtype=getattr(torch, p["dtype"])).element_size()
     total = p["prompt"] + p["new_tokens"]
     seq = min(total, p["window"] - 1) if case == "rolling_window" else total
     formula = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], seq, p["batch"], itemsize)
-    steps = res["steps"]
     q1, _, q3 = statistics.quantiles(steps, n=4, method="inclusive") if len(steps) > 1 else (steps[0],) * 3
     m = {"cache_bytes": res["cache_bytes"], "cache_formula_bytes": formula,
          "match": res["cache_bytes"] == formula, "cached_seq": res["cached_seq"],
