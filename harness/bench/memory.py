@@ -24,7 +24,11 @@ CUDA caching allocator. The memory-measurement calls run in the opposite mode: b
 call then leaves the resident set at once, so VmHWM sees the live peak; in the heap, a block
 freed and another allocated elsewhere both stayed resident, and the peak read anywhere between
 the live peak and 1.6x it, with the heap's layout (the float64 reference attention at n = 2048:
-928 to 1062 MiB in two processes; mmapped: 656 MiB in both). env.json records the mode.
+928 to 1062 MiB in two processes; mmapped: 656 MiB in both). A free chunk that the timing left in
+the heap can still serve a big block ahead of mmap, so ``peak_memory_repeated`` runs each call in
+a fresh thread, which glibc serves from an arena of its own: in one process out of four the
+reference attention read one score matrix more at every size (1456: 407 MiB against 334).
+env.json records the mode.
 
 Repeats (``peak_memory_repeated``): even so one call's RSS peak is a noisy sample where blocks
 under 1 MiB and the math libraries' own buffers matter (the banded kernel at n = 4096 read 58 to
@@ -38,6 +42,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -119,8 +124,33 @@ def cpu_hwm_supported() -> bool:
         return False
 
 
-def peak_memory(fn: Callable[[], object], device="cpu") -> tuple[object, int | None, str]:
-    """Run ``fn()`` once; return (its result, peak bytes above the start or None, method)."""
+def in_own_arena(fn: Callable[[], object]) -> object:
+    """``fn()`` in a new thread, with the caller's torch grad / inference mode and thread count;
+    glibc gives the thread its own malloc arena, so blocks the caller's heap freed earlier cannot
+    serve its allocations (module doc). Its exception is raised here."""
+    grad, inference, threads = torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_num_threads()
+    box: dict = {}
+
+    def run() -> None:
+        torch.set_num_threads(threads)
+        try:
+            with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+                box["out"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["exc"] = exc
+
+    thread = threading.Thread(target=run, name="harness-peak-memory", daemon=True)
+    thread.start()
+    thread.join()
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
+
+
+def peak_memory(fn: Callable[[], object], device="cpu", own_arena: bool = False
+                ) -> tuple[object, int | None, str]:
+    """Run ``fn()`` once; return (its result, peak bytes above the start or None, method).
+    ``own_arena`` (CPU, keeping mode): the call runs in a fresh thread (``in_own_arena``)."""
     dev = torch.device(device)
     if dev.type == "cuda":
         synchronize(dev)
@@ -134,7 +164,7 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> tuple[object, int | N
     with _fresh_mappings():
         _CLEAR.write_text("5")  # VmHWM := VmRSS
         before = _rss_fields()["VmRSS"]
-        out = fn()
+        out = in_own_arena(fn) if own_arena and _keeping else fn()
         after = _rss_fields()["VmHWM"]
     return out, max(0, after - before), "rss_hwm_delta"
 
@@ -147,11 +177,11 @@ def peak_memory_repeated(fn: Callable[[], object], device="cpu", repeats: int = 
     ``peak_mem_bytes`` (median), ``peak_mem_min_bytes``, ``peak_mem_max_bytes``,
     ``peak_mem_repeats`` and ``peak_mem_method``."""
     start = clock()
-    first, peak, method = peak_memory(fn, device)
+    first, peak, method = peak_memory(fn, device, own_arena=True)
     peaks = [peak]
     while (method == "rss_hwm_delta" and len(peaks) < repeats
            and (budget_s is None or clock() - start < budget_s)):
-        out, peak, _ = peak_memory(fn, device)
+        out, peak, _ = peak_memory(fn, device, own_arena=True)
         del out
         peaks.append(peak)
     metrics = {"peak_mem_bytes": peaks[0], "peak_mem_method": method}
