@@ -52,7 +52,7 @@ def base(tmp_path):
 def test_clean_rerun_exits_0(tmp_path, base, capsys):
     assert report(make_run(tmp_path, "rerun"), base) == 0
     out = capsys.readouterr().out
-    assert "no regression" in out and "gate: --cases all (default)" in out
+    assert "no regression" in out and "gate: --cases target (default)" in out
 
 
 @pytest.mark.parametrize("value", [math.nan, None])
@@ -65,17 +65,20 @@ def test_times_that_are_nan_or_null_are_regressions(tmp_path, base, value):
     assert report(run, base) == 1
     r = regs(run)
     assert set(r["metric"]) == {"time_s", "tflops"} and r["note"].str.contains("no value now").all()
-    assert len(r) == 2 * 14  # every timed point (15 scaling points, one oom in both)
+    assert len(r) == 2 * 5 and set(r["case"]) == {"target.sdpa"}  # the target's timed points
+    assert report(run, base, "--cases", "all") == 1
+    assert len(regs(run)) == 2 * 14  # every timed point (15 scaling points, one oom in both)
 
 
-@pytest.mark.parametrize("metric", ["cache_bytes", "receptive_field", "cache_formula_bytes"])
-def test_a_nan_exact_metric_is_a_regression(tmp_path, base, metric):
+@pytest.mark.parametrize("metric, scope", [("cache_bytes", "target"), ("cache_formula_bytes", "target"),
+                                           ("receptive_field", "all")])  # the fixture's rf rows: banded
+def test_a_nan_exact_metric_is_a_regression(tmp_path, base, metric, scope):
     def blank(r):
         if metric in r["metrics"]:
             r["metrics"][metric] = math.nan
         return r
     run = edit(make_run(tmp_path, "run"), blank)
-    assert report(run, base) == 1
+    assert report(run, base, "--cases", scope) == 1
     assert set(regs(run)["metric"]) == {metric}
 
 
@@ -84,16 +87,18 @@ def test_half_the_rows_missing_is_a_regression_unless_allowed(tmp_path, base):
     run = make_run(tmp_path, "run")
     rows = read(run)
     write(run, rows[: len(rows) // 2])
+    lost = rows[len(rows) // 2:]
     assert report(run, base) == 1
     r = regs(run)
-    assert (r["metric"] == "point").sum() == len(rows) - len(rows) // 2
+    assert (r["metric"] == "point").sum() == sum(x["role"] == "target" for x in lost) > 0
     assert r["note"].str.contains("missing").all()
+    assert report(run, base, "--cases", "all") == 1 and len(regs(run)) == len(lost)
     assert report(run, base, "--allow-missing") == 0
     assert (comparison(run)["verdict"] == "missing").sum() == len(rows) - len(rows) // 2
 
 
 def test_a_point_skipped_now_counts_as_missing(tmp_path, base):
-    run = make_run(tmp_path, "run", status={("banded_window", 512): ("skipped", "time budget: spent")})
+    run = make_run(tmp_path, "run", status={("target.sdpa", 512): ("skipped", "time budget: spent")})
     assert report(run, base) == 1
     assert regs(run)["note"].str.contains("ok -> skipped").all()
     assert report(run, base, "--allow-missing") == 0
@@ -199,9 +204,10 @@ def test_suites_and_cases_the_run_did_not_ask_for_are_not_missing(tmp_path, base
     assert report(run, base) == 0
     table = comparison(run)
     assert set(table[table["verdict"] == "not requested"]["suite"]) == {"kv_cache", "finetune"}
-    only = make_run(tmp_path, "only", env_extra={"suites": ["scaling"], "cases": ["banded_window"]})
-    edit(only, lambda r: r if r["case"] == "banded_window" and r["suite"] == "scaling" else None)
+    only = make_run(tmp_path, "only", env_extra={"suites": ["scaling"], "cases": ["target.sdpa"]})
+    edit(only, lambda r: r if r["case"] == "target.sdpa" and r["suite"] == "scaling" else None)
     assert report(only, base) == 0
+    assert report(only, base, "--cases", "all") == 0  # the comparison kernels: not requested either
     # the same run folder cut short (a kill) still asked for everything it lacks
     cut = make_run(tmp_path, "cut", env_extra={"suites": ["scaling", "kv_cache"]})
     edit(cut, lambda r: r if r["suite"] == "scaling" else None)
@@ -244,8 +250,6 @@ def test_gate_exit_codes_directly(tmp_path):
     assert same.code == 0 and same.matched > 0 and same.problem() is None
     mine = compare.gate(tidy(load_runs([make_run(tmp_path, "m", impl="x.py")])), base, scope="target")
     assert mine.code == 2 and mine.matched == 0 and "x.py" in mine.problem()
-    assert compare.default_scope(["reference"]) == "all"
-    assert compare.default_scope(["reference", "x.py"]) == "target"
     with pytest.raises(ValueError):
         compare.gate(base, base, scope="everything")
 

@@ -29,10 +29,9 @@ def add_parser(sub) -> None:
     p.add_argument("--baseline", default=None, metavar="DIR",
                    help="baseline run folder, e.g. reports/baselines/NAME (a bare NAME is looked up there)")
     p.add_argument("--cases", default=None, choices=["target", "all"],
-                   help="what the baseline gate judges: target = the rows of the target's own code "
-                        "(the harness's comparison kernels and the machine drift are shown, not gated); "
-                        "all = every row. Default: all when the runs are of the built-in reference, "
-                        "else target")
+                   help="what the baseline gate judges: target (default) = the rows of the target's own "
+                        "code, the built-in reference's too (the harness's comparison kernels and the "
+                        "machine drift are shown, not gated); all = every row")
     p.add_argument("--allow-missing", action="store_true",
                    help="a baseline point the run lacks (or skipped) is not a regression (default: it is; "
                         "a killed run lacks points)")
@@ -108,7 +107,7 @@ def _main(args) -> int:
     comparison, code, baseline_name, result = None, 0, None, None
     if base_df is not None:
         baseline_name = str(resolve_baseline(args.baseline))
-        scope = args.cases or compare.default_scope(df["impl"].dropna().unique())
+        scope = args.cases or "target"
         result = compare.gate(df, base_df, scope=scope, allow_missing=args.allow_missing,
                               requested=requested(runs))
         comparison = result.table

@@ -36,8 +36,7 @@ def add_parser(sub) -> None:
                    help="also fine-tune with the target's SDPA and LayerNorm swapped in")
     p.add_argument("--hypothesis-profile", default="ci", choices=["ci", "dev", "thorough"])
     p.add_argument("--gate-cases", default=None, choices=["target", "all"],
-                   help="report --cases: what the baseline gate judges (default: all for the reference, "
-                        "else the target's own cases)")
+                   help="report --cases: what the baseline gate judges (default: the target's own cases)")
     p.add_argument("--allow-missing", action="store_true",
                    help="report --allow-missing: baseline points the job lacks are not regressions")
     again = p.add_mutually_exclusive_group()
