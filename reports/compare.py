@@ -1,35 +1,57 @@
-"""Baseline comparison: per (key, metric), current vs baseline, with a noise-aware threshold.
+"""Baseline comparison: per (key, metric), current vs baseline, with a noise-aware threshold, and
+the gate that passes only on what it compared.
+
+Thresholds (one row per compared metric):
 
 - Metrics with a direction (``DIRECTION``): ``ratio = current / baseline``. The allowed relative change
-  is ``tol = max(floor, K_SPREAD * baseline's relative spread)``, the floor being ``FLOOR[metric]``, or
-  for time-derived metrics ``TIME_FLOOR[device kind]`` (25 % CPU, 10 % GPU); the spread of a time-derived
-  metric (time_s, tflops, tokens_per_s) is ``time_iqr_s / time_s``, that of accuracy the half width of its
-  95 % CI over the accuracy; memory has no spread, only the floor. Lower-is-better regresses when
-  ``ratio > 1 + tol``, higher-is-better when ``ratio < 1 / (1 + tol)`` (the mirror image in log space).
-- Machine drift: a shared or throttled machine runs everything some percent slower or faster from
-  one run to the next, which no within-run spread shows. Per (run, suite, device kind) with at
-  least ``DRIFT_MIN_POINTS`` timed points, the drift ``d`` is the median of the ``time_s`` ratios.
-  Time-derived metrics are judged on ``ratio / d`` (``ratio * d`` for higher-is-better), so one
-  kernel that got slower relative to its peers is a regression whatever the machine's mood; and the
-  drift itself is one row per suite (metric ``time_s:suite_median``), a regression when
-  ``d > 1 + TIME_FLOOR[device kind]`` (everything slower: 25 % on a CPU, 10 % on a GPU).
-- CPU memory (RSS high-water mark deltas) moves by allocator arenas and pages: it is allowed
-  ``MEM_SLACK_CPU`` bytes beyond the relative floor. CUDA's counters are exact: the floor alone.
-- Exact-match pairs (``EXACT``): a measured value that equalled its formula in the baseline and does not
-  now is a regression.
-- Status: a point ``ok`` in the baseline and ``oom``/``error``/``nan`` now is a regression. Other status
-  changes are reported (``skipped``, ``fixed``, ``still failing``), and so are points only in one side
-  (``new``, ``missing``); none of them is a regression.
+  is ``tol = max(floor, K_SPREAD * relative spread)``, the floor being ``FLOOR[metric]``, or for
+  time-derived metrics ``TIME_FLOOR[device kind]`` (25 % CPU, 10 % GPU). The spread is measured in
+  repeats, in the baseline and in the run, and the larger counts (two medians are only as
+  comparable as the noisier of them): for time-derived metrics (time_s, tflops, tokens_per_s)
+  ``time_iqr_s / time_s``; for accuracy the half width of its 95 % CI over the accuracy; for peak
+  memory ``(peak_mem_max_bytes - peak_mem_min_bytes) / peak_mem_bytes`` over the point's repeated
+  measurements (which freed blocks a call reuses moves a CPU RSS peak by tens of percent from call
+  to call). Lower-is-better regresses when ``ratio > 1 + tol``, higher-is-better when
+  ``ratio < 1 / (1 + tol)``.
+- Machine drift: per (run, suite, device kind) with at least ``DRIFT_MIN_POINTS`` timed pairs the
+  drift ``d`` is the median of the ``time_s`` ratios; time-derived metrics are judged net of it,
+  and the drift itself is one row per suite (metric ``time_s:suite_median``), worse when
+  ``d > 1 + TIME_FLOOR[device kind]``.
+- CPU memory is also allowed ``MEM_SLACK_CPU`` bytes beyond the relative floor (allocator arenas).
+- Exact-match pairs (``EXACT``): a measured value that equalled its formula in the baseline and does
+  not now is a regression.
+- A metric the baseline has a value for and the run has not (NaN, null, absent) is a regression.
+- Status: a point ``ok`` in the baseline and ``oom``/``error``/``nan`` now is a regression; ``skipped``
+  now counts as missing, except where the sweep stopped at a size whose predicted call time is
+  over the profile's per-call budget (reason "size cap: ..."): that decision follows the machine's
+  speed at the moment (a busy 2-core VM moved it by one size from run to run), and the sizes
+  below it are compared.
 
-Exit code: ``exit_code(table)`` is 1 when any row's verdict is ``regression``, else 0.
+The gate (``gate``):
+
+- Scope (``--cases``): "target" (the default, for every target, the built-in reference too) gates
+  the rows of the target's own code (role "target"); "all" gates every row, the harness's
+  comparison kernels and the per-suite drift too. Rows outside the scope are still compared and
+  shown: a verdict that would be a regression reads ``regression (not gated)``. The comparison
+  kernels are out of the default because on a shared machine they measure the machine: in six
+  runs of the README main job against cpu-reference on the busy 2-core VM, the banded kernel and
+  the LSTM moved +30 to +44 % net of the suite's drift in five and the whole suite x2 in one, while
+  the reference's own rows held.
+- Missing: a baseline point in scope that no compared run has (or that is ``skipped`` now) is a
+  regression, unless ``allow_missing``. Points of suites or cases the runs did not ask for (their
+  env.json's ``suites``/``cases``) are "not requested", not missing.
+- Exit status (``Gate.code``): 1 on any regression in scope; 2 when nothing in scope was compared
+  (no point of the run's targets in the baseline, or none with a value to compare); else 0.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Callable
 
 import pandas as pd
 
-from reports.load import BAD_STATUSES
+from harness.runfolder import BAD_STATUSES, SIZE_CAP_REASON, target_id
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",
              "tflops": "higher", "tokens_per_s": "higher", "accuracy": "higher"}
@@ -46,18 +68,22 @@ MEM_SLACK_CPU = 8 * 2 ** 20
 EXACT = {"receptive_field": "formula", "cache_bytes": "cache_formula_bytes"}
 CI_NAMES = [("accuracy_ci95_lo", "accuracy_ci95_hi"), ("ci95_lo", "ci95_hi"),
             ("ci95_low", "ci95_high"), ("accuracy_ci95_low", "accuracy_ci95_high")]
-COLUMNS = ["run_id", "machine", "key", "suite", "case", "metric", "direction", "baseline", "current",
-           "ratio", "allowed", "verdict", "note"]
+SCOPES = ("target", "all")
+COLUMNS = ["run_id", "machine", "key", "suite", "case", "role", "metric", "direction", "baseline",
+           "current", "ratio", "allowed", "verdict", "gated", "note"]
+#: verdicts of a comparison that was made (a pair that produced none compared nothing)
+COMPARED = ("ok", "improvement", "regression", "fixed", "mismatch")
+UNGATED = "regression (not gated)"
 
 
 def _points(df: pd.DataFrame) -> dict[tuple[str, str], dict]:
-    """(run_id, key) -> {suite, case, machine, status, reason, metrics{}}."""
+    """(run_id, key) -> {suite, case, role, impl, machine, status, reason, metrics{}, device}."""
     out: dict[tuple[str, str], dict] = {}
     for row in df.itertuples(index=False):
         k = (row.run_id, row.key)
-        p = out.setdefault(k, {"suite": row.suite, "case": row.case, "machine": row.machine,
-                               "status": row.status, "reason": row.reason, "metrics": {},
-                               "device": device_kind(row.device)})
+        p = out.setdefault(k, {"suite": row.suite, "case": row.case, "role": row.role, "impl": row.impl,
+                               "machine": row.machine, "status": row.status, "reason": row.reason,
+                               "metrics": {}, "device": device_kind(row.device)})
         if not pd.isna(row.metric) and not pd.isna(row.value):
             p["metrics"][row.metric] = float(row.value)
     return out
@@ -76,6 +102,9 @@ def relative_spread(metric: str, m: dict) -> float:
     if metric == "accuracy" and m.get("accuracy"):
         half = ci_halfwidth(m)
         return abs(half / m["accuracy"]) if half is not None else 0.0
+    if metric == "peak_mem_bytes" and m.get("peak_mem_bytes") and \
+            m.get("peak_mem_max_bytes") is not None and m.get("peak_mem_min_bytes") is not None:
+        return abs(m["peak_mem_max_bytes"] - m["peak_mem_min_bytes"]) / m["peak_mem_bytes"]
     return 0.0
 
 
@@ -83,9 +112,13 @@ def device_kind(device) -> str:
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
-def tolerance(metric: str, baseline_metrics: dict, device: str = "cpu") -> float:
+def tolerance(metric: str, baseline_metrics: dict, device: str = "cpu",
+              current_metrics: dict | None = None) -> float:
     floor = TIME_FLOOR[device_kind(device)] if metric in TIME_DERIVED else FLOOR.get(metric, 0.10)
-    tol = max(floor, K_SPREAD * relative_spread(metric, baseline_metrics))
+    spread = relative_spread(metric, baseline_metrics)
+    if current_metrics is not None:  # the noisier of the two measurements decides
+        spread = max(spread, relative_spread(metric, current_metrics))
+    tol = max(floor, K_SPREAD * spread)
     base = baseline_metrics.get(metric)
     if metric == "peak_mem_bytes" and device_kind(device) == "cpu" and base:
         tol = max(tol, MEM_SLACK_CPU / base)
@@ -107,14 +140,23 @@ def _matches(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
+def _no_value(metric: str, b: float) -> dict:
+    return {"metric": metric, "direction": DIRECTION.get(metric, "exact"), "baseline": b,
+            "current": math.nan, "ratio": math.nan, "allowed": math.nan, "verdict": "regression",
+            "note": f"no value now (NaN, null or absent); the baseline has {b:.6g}"}
+
+
 def _metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
     rows = []
     bm, cm = base["metrics"], cur["metrics"]
     for metric, direction in DIRECTION.items():
-        if metric not in bm or metric not in cm:
+        if metric not in bm:
+            continue
+        if metric not in cm:
+            rows.append(_no_value(metric, bm[metric]))
             continue
         b, c = bm[metric], cm[metric]
-        tol = tolerance(metric, bm, cur.get("device", "cpu"))
+        tol = tolerance(metric, bm, cur.get("device", "cpu"), cm)
         ratio = c / b if b else (1.0 if c == b else math.inf)
         # time-derived metrics are judged net of the suite's drift (time_s: / d; rates: * d)
         net = ratio if metric not in TIME_DERIVED else ratio / d if direction == "lower" else ratio * d
@@ -133,7 +175,11 @@ def _metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
                      "verdict": "regression" if worse else "improvement" if better else "ok",
                      "note": note})
     for measured, formula in EXACT.items():
-        if not all(m in d for m in (measured, formula) for d in (bm, cm)):
+        if not all(m in bm for m in (measured, formula)):
+            continue
+        gone = [m for m in (measured, formula) if m not in cm]
+        if gone:
+            rows.append(_no_value(gone[0], bm[gone[0]]))
             continue
         was, now = _matches(bm[measured], bm[formula]), _matches(cm[measured], cm[formula])
         verdict = ("regression" if was and not now else "fixed" if now and not was
@@ -144,29 +190,75 @@ def _metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
     return rows
 
 
-def _status_row(base: dict, cur: dict) -> dict | None:
+def _status_row(base: dict, cur: dict, allow_missing: bool) -> dict | None:
     b, c = base["status"], cur["status"]
     if b == c == "ok":
         return None
+    reason = cur["reason"] if not pd.isna(cur["reason"]) else ""
+    extra = ""
     if b == "ok" and c in BAD_STATUSES:
         verdict = "regression"
+    elif b == "ok" and c == "skipped" and reason.startswith(SIZE_CAP_REASON):
+        verdict = "skipped (size cap)"  # the machine's speed now; the smaller sizes are compared
+    elif b == "ok" and c == "skipped":  # not measured now: as good as missing
+        verdict = "skipped" if allow_missing else "regression"
+        extra = "; not measured now (--allow-missing accepts it)" if not allow_missing else ""
     elif b == "ok":
-        verdict = c  # e.g. "skipped"
+        verdict = c
     elif c == "ok":
         verdict = "fixed"
     else:
         verdict = "still failing" if c in BAD_STATUSES else c
-    reason = cur["reason"] if not pd.isna(cur["reason"]) else ""
     return {"metric": "status", "direction": "", "baseline": math.nan, "current": math.nan,
             "ratio": math.nan, "allowed": math.nan, "verdict": verdict,
-            "note": f"{b} -> {c}" + (f": {reason}" if reason else "")}
+            "note": f"{b} -> {c}" + (f": {reason}" if reason else "") + extra}
 
 
-def compare(current: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
-    """One row per compared (run, key, metric) plus status changes and new/missing points."""
+@dataclass
+class Gate:
+    """The comparison table and what the gate makes of it (module doc)."""
+    table: pd.DataFrame
+    scope: str
+    matched: int                  # points in scope compared in the run and the baseline
+    targets: list[str] = field(default_factory=list)           # the runs' target ids
+    baseline_targets: list[str] = field(default_factory=list)  # the baseline's
+
+    def regressions(self) -> pd.DataFrame:
+        return regressions(self.table)
+
+    @property
+    def code(self) -> int:
+        if self.matched == 0:
+            return 2
+        return exit_code(self.table)
+
+    def problem(self) -> str | None:
+        """Why the gate could not judge (exit 2), or None."""
+        if self.matched:
+            return None
+        if self.scope == "target" and self.targets and set(self.targets) != set(self.baseline_targets):
+            return (f"nothing to compare: the run's target rows are of {', '.join(self.targets)}, the "
+                    f"baseline's of {', '.join(self.baseline_targets) or 'no target'}. A target's rows "
+                    f"are only compared with a baseline of the same target (store one: copy a run folder "
+                    f"of it into reports/baselines/NAME); --cases all also gates the harness's "
+                    f"comparison kernels")
+        return (f"nothing to compare in scope (--cases {self.scope}): no point of the run matched a "
+                f"baseline point with a value to compare, so the gate cannot pass or fail it")
+
+
+def _in_scope(point: dict, scope: str) -> bool:
+    return scope == "all" or point["role"] == "target"
+
+
+def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", allow_missing: bool = False,
+         requested: Callable[[str, str], bool] | None = None) -> Gate:
+    """Compare and judge. ``requested(suite, case)``: whether the runs asked for that suite and
+    case (``reports.load.requested``; None: everything was asked for)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
     base_points = {key: p for (_, key), p in _points(baseline).items()}
     cur_points = _points(current)
-    rows = []
+    rows, compared = [], set()
     groups: dict[tuple[str, str, str], list] = {}
     for (run_id, key), cur in cur_points.items():
         base = base_points.get(key)
@@ -178,36 +270,66 @@ def compare(current: pd.DataFrame, baseline: pd.DataFrame) -> pd.DataFrame:
         verdict = "regression" if d > 1 + floor else "improvement" if d < 1 / (1 + floor) else "ok"
         machine = groups[(run_id, suite, kind)][0][1]["machine"]
         rows.append({"run_id": run_id, "machine": machine, "key": f"{suite}|*", "suite": suite, "case": "*",
-                     "metric": "time_s:suite_median", "direction": "lower", "baseline": 1.0, "current": d,
-                     "ratio": d, "allowed": floor, "verdict": verdict,
+                     "role": "comparison", "metric": "time_s:suite_median", "direction": "lower",
+                     "baseline": 1.0, "current": d, "ratio": d, "allowed": floor, "verdict": verdict,
+                     "gated": scope == "all",
                      "note": f"every {suite} point {'+' if d >= 1 else ''}{(d - 1) * 100:.1f}% (median; "
                              f"allowed {floor * 100:.0f}% on {kind}): the machine's drift, taken out of "
                              f"each point's time comparison"})
     for (run_id, key), cur in cur_points.items():
         head = {"run_id": run_id, "machine": cur["machine"], "key": key, "suite": cur["suite"],
-                "case": cur["case"]}
+                "case": cur["case"], "role": cur["role"], "gated": _in_scope(cur, scope)}
         base = base_points.get(key)
         if base is None:
             rows.append({**head, "metric": "", "verdict": "new", "note": "not in the baseline"})
             continue
-        status = _status_row(base, cur)
+        found = []
+        status = _status_row(base, cur, allow_missing)
         if status:
-            rows.append({**head, **status})
+            found.append(status)
         if base["status"] == "ok" and cur["status"] == "ok":
             d = drifts.get((run_id, cur["suite"], cur["device"]), 1.0)
-            rows += [{**head, **r} for r in _metric_rows(base, cur, d)]
+            found += _metric_rows(base, cur, d)
+        if head["gated"] and any(r["verdict"] in COMPARED for r in found):
+            compared.add(key)
+        rows += [{**head, **r} for r in found]
     measured = {k for _, k in cur_points}  # one job's points may lie in several run folders
+    run_targets = {target_id(p["impl"]) for p in cur_points.values() if p["role"] == "target"}
     for key, base in base_points.items():
-        if key not in measured:
-            rows.append({"run_id": "", "machine": "", "key": key, "suite": base["suite"],
-                         "case": base["case"], "metric": "", "verdict": "missing",
-                         "note": "in the baseline, not in any run compared"})
+        if key in measured:
+            continue
+        head = {"run_id": "", "machine": "", "key": key, "suite": base["suite"], "case": base["case"],
+                "role": base["role"], "metric": "point", "gated": _in_scope(base, scope)}
+        if requested is not None and not requested(base["suite"], base["case"]):
+            rows.append({**head, "gated": False, "verdict": "not requested",
+                         "note": "in the baseline; its suite or case was not asked of this run"})
+        elif scope == "target" and base["role"] == "target" and target_id(base["impl"]) not in run_targets:
+            rows.append({**head, "gated": False, "verdict": "missing",
+                         "note": "a point of another target (a target is only compared with itself)"})
+        elif head["gated"] and not allow_missing:
+            rows.append({**head, "verdict": "regression",
+                         "note": "missing: in the baseline, not in any run compared (a killed or partial "
+                                 "run; --allow-missing accepts it)"})
+        else:
+            rows.append({**head, "verdict": "missing", "note": "in the baseline, not in any run compared"
+                         + (" (allowed)" if head["gated"] else " (not gated)")})
     table = pd.DataFrame(rows, columns=COLUMNS)
+    ungated = (table["verdict"] == "regression") & ~table["gated"].astype(bool)
+    table.loc[ungated, "verdict"] = UNGATED
     for c in ("baseline", "current", "ratio", "allowed"):
         table[c] = table[c].astype("float64")
-    for c in set(COLUMNS) - {"baseline", "current", "ratio", "allowed"}:
+    table["gated"] = table["gated"].astype(bool)
+    for c in set(COLUMNS) - {"baseline", "current", "ratio", "allowed", "gated"}:
         table[c] = table[c].astype("string")
-    return table
+    targets = sorted(run_targets)
+    base_targets = sorted({target_id(p["impl"]) for p in base_points.values() if p["role"] == "target"})
+    return Gate(table, scope, len(compared), targets, base_targets)
+
+
+def compare(current: pd.DataFrame, baseline: pd.DataFrame, **kw) -> pd.DataFrame:
+    """The comparison table (``gate(...).table``): one row per compared (run, key, metric), status
+    changes, the per-suite drift, and new / missing / not requested points."""
+    return gate(current, baseline, **kw).table
 
 
 def regressions(table: pd.DataFrame) -> pd.DataFrame:

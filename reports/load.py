@@ -2,8 +2,12 @@
 
 ``load_runs(paths)`` -> ``[Run]``; ``tidy(runs)`` -> a DataFrame with one row per (point, metric)::
 
-    run_id, machine, key, suite, case, impl, device, <param columns: n, window, ...>,
+    run_id, machine, key, suite, case, role, impl, device, <param columns: n, window, ...>,
     status, reason, metric, value
+
+The row contract (fields, statuses, roles, keys, the JSON-lines reader) is ``harness.runfolder``:
+a row that breaks it -- an unknown status, no role, params that are not an object -- is an
+``InputError`` naming the file and line, never a silent pass.
 
 A point without any numeric metric (an error, an oom) still has one row, with ``metric`` and
 ``value`` missing, so every point's status is in the table. Within one run the last row of a key
@@ -21,14 +25,11 @@ from pathlib import Path
 
 import pandas as pd
 
-FIXED = ["run_id", "machine", "key", "suite", "case", "impl", "device"]
+from harness.runfolder import BAD_STATUSES, ENV, RESULTS, STATUSES, iter_jsonl, make_key, row_problem  # noqa: F401
+from harness.runfolder import RunFolderError as InputError
+
+FIXED = ["run_id", "machine", "key", "suite", "case", "role", "impl", "device"]
 TRAILING = ["status", "reason", "metric", "value"]
-STATUSES = ("ok", "oom", "error", "nan", "skipped")
-BAD_STATUSES = ("oom", "error", "nan")
-
-
-class InputError(Exception):
-    """A run folder or file that cannot be read; the message names the path and the problem."""
 
 
 @dataclass
@@ -46,14 +47,19 @@ class Run:
     def machine(self) -> str:
         return machine_name(self.env)
 
+    def asked_for(self, suite: str, case: str) -> bool:
+        """Whether this run was asked to measure ``case`` of ``suite`` (env.json's ``suites`` and
+        ``cases``, as ``harness bench`` records them; a run that does not say: everything)."""
+        if self.kind == "pytest-benchmark":
+            return suite == "pytest-benchmark"
+        suites, cases = self.env.get("suites"), self.env.get("cases")
+        return (not isinstance(suites, list) or suite in suites) and \
+            (not isinstance(cases, list) or not cases or case in cases)
+
 
 def machine_name(env: dict) -> str:
     parts = [str(env[k]) for k in ("hostname", "device_name") if env.get(k)]
     return "/".join(parts) or "unknown"
-
-
-def point_key(suite: str, case: str, params: dict) -> str:
-    return f"{suite}|{case}|{json.dumps(params, sort_keys=True)}"
 
 
 def _read_json(path: Path, what: str):
@@ -64,32 +70,26 @@ def _read_json(path: Path, what: str):
 
 
 def read_results(path: Path) -> list[dict]:
-    """results.jsonl -> rows; a truncated LAST line (a crash mid-write) is skipped with a warning."""
-    lines = path.read_text().splitlines()
+    """results.jsonl -> rows, each checked against the row contract (``harness.runfolder``); a
+    truncated LAST line (a kill mid-write) is skipped with a warning."""
     rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            if i == len(lines):
-                warnings.warn(f"{path}:{i}: skipping a truncated last line ({exc})", stacklevel=2)
-                continue
-            raise InputError(f"{path}:{i}: not a JSON object: {exc}") from exc
-        if not isinstance(row, dict) or "suite" not in row or "case" not in row:
-            raise InputError(f"{path}:{i}: a result row needs at least 'suite' and 'case'")
+    for i, row in iter_jsonl(path):
+        problem = row_problem(row)
+        if problem:
+            raise InputError(f"{path}:{i}: {problem}")
         rows.append(row)
     return rows
 
 
 def load_run_folder(path: Path) -> Run:
-    results = path / "results.jsonl"
+    results = path / RESULTS
     if not results.is_file():
-        raise InputError(f"{path}: not a run folder (no results.jsonl)")
+        raise InputError(f"{path}: not a run folder (no {RESULTS})")
     env = {}
-    if (path / "env.json").is_file():
-        env = _read_json(path / "env.json", "env.json")
+    if (path / ENV).is_file():
+        env = _read_json(path / ENV, ENV)
+        if not isinstance(env, dict):
+            raise InputError(f"{path / ENV}: not a JSON object")
     else:
         warnings.warn(f"{path}: no env.json; machine is 'unknown'", stacklevel=2)
     run = Run(path=path, run_id=path.name, env=env, results=read_results(results))
@@ -129,8 +129,9 @@ def load_pytest_benchmark(path: Path) -> Run:
                    "time_min_s": stats.get("min"), "time_mean_s": stats.get("mean"),
                    "time_stddev_s": stats.get("stddev"), "repeats": stats.get("rounds")}
         metrics.update({k: v for k, v in (b.get("extra_info") or {}).items() if k not in metrics})
-        rows.append({"key": point_key("pytest-benchmark", b["name"], params),
-                     "suite": "pytest-benchmark", "case": b["name"], "impl": b.get("group") or "",
+        # the user's own benchmarks: role "target", keyed by the benchmark's name (its test id)
+        rows.append({"key": make_key("pytest-benchmark", b["name"], params), "role": "target",
+                     "suite": "pytest-benchmark", "case": b["name"], "impl": b.get("group") or "pytest-benchmark",
                      "device": str(params.get("device", "cpu")), "params": params, "status": "ok",
                      "reason": None, "metrics": metrics})
     return Run(path=path, run_id=path.stem, env=env, results=rows, kind="pytest-benchmark")
@@ -152,11 +153,11 @@ def expand(paths) -> list[Path]:
     is read once."""
     out: dict[Path, Path] = {}
     for p in map(Path, paths):
-        found = [p] if not p.is_dir() or (p / "results.jsonl").is_file() else []
+        found = [p] if not p.is_dir() or (p / RESULTS).is_file() else []
         if p.is_dir():
-            found += sorted(c for c in p.iterdir() if c.is_dir() and (c / "results.jsonl").is_file())
+            found += sorted(c for c in p.iterdir() if c.is_dir() and (c / RESULTS).is_file())
             if not found:
-                raise InputError(f"{p}: not a run folder (no results.jsonl, no sub-folder with one)")
+                raise InputError(f"{p}: not a run folder (no {RESULTS}, no sub-folder with one)")
         for f in found:
             out.setdefault(f.resolve(), f)
     return list(out.values())
@@ -171,6 +172,11 @@ def load_runs(paths) -> list[Run]:
         if n:
             run.run_id = f"{run.run_id}#{n + 1}"
     return runs
+
+
+def requested(runs: list[Run]):
+    """``(suite, case) -> bool``: whether any of ``runs`` was asked for that point's suite and case."""
+    return lambda suite, case: any(run.asked_for(suite, case) for run in runs)
 
 
 def _scalar(v) -> bool:
@@ -203,9 +209,8 @@ def latest_points(run: Run) -> list[dict]:
     """The run's rows, one per key (the last one written wins)."""
     by_key: dict[str, dict] = {}
     for row in run.results:
-        key = row.get("key") or point_key(row["suite"], row["case"], row.get("params") or {})
-        by_key.pop(key, None)
-        by_key[key] = {**row, "key": key}
+        by_key.pop(row["key"], None)
+        by_key[row["key"]] = row
     return list(by_key.values())
 
 
@@ -221,9 +226,10 @@ def tidy(runs: list[Run]) -> pd.DataFrame:
                 params[name] = v
                 param_names.setdefault(name, None)
             base = {"run_id": run.run_id, "machine": run.machine, "key": row["key"],
-                    "suite": row["suite"], "case": row["case"], "impl": row.get("impl") or "",
+                    "suite": row["suite"], "case": row["case"], "role": row["role"],
+                    "impl": row.get("impl") or "",
                     "device": row.get("device") or "", **params,
-                    "status": row.get("status") or "ok", "reason": row.get("reason")}
+                    "status": row["status"], "reason": row.get("reason")}
             metrics = flatten_metrics(row.get("metrics"), row.get("telemetry"))
             if not metrics:
                 records.append({**base, "metric": None, "value": math.nan})

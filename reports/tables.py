@@ -12,7 +12,7 @@ FORMATS = ("csv", "parquet", "md")
 
 
 def suite_table(df: pd.DataFrame, suite: str) -> pd.DataFrame:
-    """Points of one suite: run, machine, case, impl, device, its params, status, reason, metrics..."""
+    """Points of one suite: run, machine, case, role, impl, device, its params, status, reason, metrics..."""
     sub = df[df["suite"] == suite]
     pts = points(sub)
     params = [c for c in param_columns(sub) if pts[c].notna().any()]
@@ -25,7 +25,7 @@ def suite_table(df: pd.DataFrame, suite: str) -> pd.DataFrame:
         wide.columns = [str(c) for c in wide.columns]
     metric_order = list(dict.fromkeys(values["metric"].astype(str)))
     table = pts.merge(wide.reset_index(), on=["run_id", "key"], how="left")
-    cols = ["run_id", "machine", "case", "impl", "device"] + params + ["status", "reason"] + \
+    cols = ["run_id", "machine", "case", "role", "impl", "device"] + params + ["status", "reason"] + \
         [m for m in metric_order if m in table.columns]
     sort = [c for c in ["run_id", "case"] + params if c in table.columns]
     return table[cols].sort_values(sort, kind="stable", na_position="last").reset_index(drop=True)

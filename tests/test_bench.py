@@ -11,7 +11,7 @@ import torch
 from harness.bench import Context, profiles
 from harness.bench import memory
 from harness.bench.runner import NonFinite, Point, Runner, check_finite, is_oom
-from harness.bench.store import FIELDS, STATUSES, ResultStore, make_key, make_row, read_rows
+from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_rows
 from harness.cli import main as cli_main
 from harness.loader import load_target
 
@@ -52,7 +52,8 @@ def test_tiny_run_writes_the_run_folder(tiny_run):
     for r in rows:
         assert list(r) == list(FIELDS)
         assert r["status"] in STATUSES
-        assert r["key"] == make_key(r["suite"], r["case"], r["params"])
+        assert r["key"] == point_key(r["suite"], r["case"], r["params"], r["role"], "reference")
+        assert ("@reference|" in r["key"]) == (r["role"] == "target")
         assert r["run_id"] == "tiny" and r["impl"] == "reference" and r["device"] == "cpu"
         assert (r["reason"] is None) == (r["status"] == "ok")
     assert len({r["key"] for r in rows}) == len(rows)
@@ -63,6 +64,16 @@ def test_tiny_run_writes_the_run_folder(tiny_run):
                       "tflops", "frac_of_peak"):
                 assert k in m, k
             assert m["time_s"] > 0 and m["flops"] > 0
+    roles = {(r["suite"], r["case"]): r["role"] for r in rows}
+    assert {c for c, role in roles.items() if role == "target"} == {
+        ("scaling", "target.sdpa"), ("scaling", "target.sliding_window"),
+        ("receptive_field", "target.sliding_window"), ("receptive_field", "hf_mistral"),
+        ("kv_cache", "mha"), ("kv_cache", "gqa"), ("kv_cache", "mqa"), ("kv_cache", "rolling_window")}
+    for r in by(rows, "scaling"):
+        if r["status"] == "ok":  # the peak memory's repeats (the gate's memory allowance)
+            m = r["metrics"]
+            assert m["peak_mem_min_bytes"] <= m["peak_mem_bytes"] <= m["peak_mem_max_bytes"]
+            assert 1 <= m["peak_mem_repeats"] <= profiles.get("tiny").mem_repeats
     cases = {r["case"] for r in by(rows, "scaling") if r["status"] == "ok"}
     assert {"target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",
             "target.sliding_window", "lstm"} <= cases
@@ -94,6 +105,7 @@ def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
         m, p = r["metrics"], r["params"]
         assert m["cache_bytes"] == m["cache_formula_bytes"]
         assert m["tokens_per_s"] > 0
+        assert m["repeats"] == p["new_tokens"] * m["peak_mem_repeats"]  # every run's steps timed
         if r["case"] != "rolling_window":
             assert m["cache_bytes"] == 2 * p["layers"] * p["kv_heads"] * p["head_dim"] * \
                 (p["prompt"] + p["new_tokens"]) * p["batch"] * 4
@@ -127,7 +139,8 @@ def test_resume_skips_done_points(tmp_path):
     broken.update(status="error", reason="planted")
     lines[1] = json.dumps(broken)
     (out / "results.jsonl").write_text("\n".join(lines) + "\n{\"truncated")  # + a crash-cut line
-    assert bench(out, *args, "--resume") == 0
+    with pytest.warns(UserWarning, match="truncated last line"):
+        assert bench(out, *args, "--resume") == 0
     again = read_rows(out / "results.jsonl")
     assert sorted(r["key"] for r in again) == sorted(r["key"] for r in first)
     assert all(r["status"] == "ok" for r in again)
@@ -184,16 +197,18 @@ def test_failing_target_points_are_recorded_and_the_sweep_continues(tmp_path):
     assert all(r["impl"] == str(target) for r in rows)
 
 
-def test_unloadable_target_is_recorded_as_errors(tmp_path):
+def test_unloadable_target_is_refused_and_records_nothing(tmp_path, capsys):
+    """A target that does not import is not benchmarked at all: no points labelled with its name
+    (the comparison kernels would have measured fine and the exit status said 0)."""
     bad = tmp_path / "broken.py"
     bad.write_text("raise ImportError('planted import failure')\n")
     out = tmp_path / "run"
-    assert bench(out, "--impl", str(bad), "--suite", "scaling", "--sizes", "32,64",
-                 "--cases", "target.sdpa,banded_window") == 0
-    rows = read_rows(out / "results.jsonl")
-    assert {r["status"] for r in by(rows, "scaling", "target.sdpa")} == {"error"}
-    assert "planted import failure" in by(rows, "scaling", "target.sdpa")[0]["reason"]
-    assert {r["status"] for r in by(rows, "scaling", "banded_window")} == {"ok"}
+    assert bench(out, "--impl", str(bad), "--suite", "scaling,kv_cache", "--sizes", "32,64",
+                 "--cases", "target.sdpa,banded_window,mha") == 2
+    err = capsys.readouterr().err
+    assert f"the target {str(bad)!r} does not load" in err and "planted import failure" in err
+    assert "no point was recorded" in err
+    assert not (out / "results.jsonl").exists() and not (out / "env.json").exists()
 
 
 def test_runner_classifies_outcomes(tmp_path):
@@ -223,8 +238,10 @@ def test_runner_classifies_outcomes(tmp_path):
 def test_store_row_is_json_safe():
     row = make_row("r", "scaling", "c", "impl", "cpu", {"n": 2, "dtype": "float32"},
                    metrics={"time_s": float("nan"), "x": torch.tensor(3.0)})
-    assert list(row) == list(FIELDS)
+    assert list(row) == list(FIELDS) and row["role"] == "comparison"
     assert row["metrics"] == {"time_s": None, "x": 3.0}
+    mine = make_row("r", "scaling", "target.sdpa", "/home/me/attn.py", "cpu", {"n": 2}, role="target")
+    assert mine["key"] == 'scaling|target.sdpa@attn.py|{"n":2}' and mine["impl"] == "/home/me/attn.py"
     json.dumps(row, allow_nan=False)
     with pytest.raises(ValueError):
         make_row("r", "s", "c", "i", "cpu", {}, status="bogus")

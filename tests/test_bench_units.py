@@ -143,6 +143,47 @@ def test_cpu_peak_memory_sees_large_allocations(keep):
         memory.keep_freed_memory(False)
 
 
+def test_cpu_peak_memory_is_the_live_peak_not_the_heap_touched():
+    """While measuring, a temporary the call frees leaves the resident set: 64 MiB freed, then
+    80 MiB allocated (too big for the hole) is an 80 MiB peak. In the timing mode's heap both
+    stayed resident (144 MiB), and so they did when a chunk the timing had freed in the main heap
+    served the temporary: measured calls run in an arena of their own."""
+    if not memory.cpu_hwm_supported():
+        pytest.skip("needs /proc/self/clear_refs (Linux)")
+
+    def call():
+        a = torch.ones(16 * 2**20)          # 64 MiB temporary
+        pin = torch.ones(2**18)             # 1 MiB allocated after it: the hole stays a hole
+        s = a.sum()
+        del a
+        b = torch.ones(20 * 2**20)          # 80 MiB
+        return s + b.sum() + pin.sum()
+    memory.keep_freed_memory(True)
+    try:
+        planted = torch.ones(32 * 2**20)  # 128 MiB from the main heap, freed: a chunk that fits `a`
+        del planted
+        peaks = [memory.peak_memory(call, "cpu", own_arena=True)[1] for _ in range(2)]
+        _, stats = memory.peak_memory_repeated(call, "cpu", repeats=3)
+    finally:
+        memory.keep_freed_memory(False)
+    assert all(80 * 2**20 <= p < 100 * 2**20 for p in peaks), [p / 2**20 for p in peaks]
+    assert stats["peak_mem_repeats"] == 3 and stats["peak_mem_min_bytes"] <= stats["peak_mem_bytes"] \
+        <= stats["peak_mem_max_bytes"] < 100 * 2**20
+
+
+def test_own_arena_carries_torch_state_and_raises_in_the_caller():
+    with torch.inference_mode():
+        assert memory.in_own_arena(torch.is_inference_mode_enabled) is True
+    with torch.no_grad():
+        assert memory.in_own_arena(torch.is_grad_enabled) is False
+    assert memory.in_own_arena(torch.get_num_threads) == torch.get_num_threads()
+
+    def boom():
+        raise torch.OutOfMemoryError("planted")
+    with pytest.raises(torch.OutOfMemoryError, match="planted"):
+        memory.in_own_arena(boom)
+
+
 def test_telemetry_without_gpu_is_inert_and_summaries_reduce():
     with Telemetry.for_device("cpu") as tel:
         pass

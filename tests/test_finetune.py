@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.bench import finetune as ft
-from harness.bench.store import FIELDS, make_key
+from harness.bench.store import FIELDS, point_key
 from reference import finetune_data as fd
 
 PLANTED = Path(__file__).parent / "planted" / "finetune" / "ignores_padding_mask.py"
@@ -137,7 +137,8 @@ def test_smoke_profile_end_to_end(tmp_path):
     for r in rows:
         assert tuple(r) == FIELDS
         assert r["suite"] == "finetune" and r["status"] == "ok", r["reason"]
-        assert r["key"] == make_key("finetune", r["case"], r["params"])
+        assert r["key"] == point_key("finetune", r["case"], r["params"], r["role"], "reference")
+        assert r["role"] == ("target" if r["case"] == "swap.sdpa" else "comparison")
         assert r["run_id"] == "run" and r["device"] == "cpu"
         assert 0.0 <= r["metrics"]["accuracy"] <= 1.0
     maj = by_case["majority_class"]["metrics"]
@@ -184,8 +185,8 @@ def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(
     assert trained == [0, 1]  # seed 0 not trained again
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == 1 and ok[0]["metrics"]["accuracy_seeds"] == [0.7, 0.71]
-    # without --resume the log starts empty: every seed is trained again
-    run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
+    # --overwrite (without, the folder's results are refused): the log starts empty, every seed again
+    run(out, "reference", "tiny", ["reference"], seeds=[0, 1], overwrite=True)
     assert trained == [0, 1, 0, 1]
 
 

@@ -1,5 +1,6 @@
-"""The report side (reports/*, ``python -m harness report``) on synthetic run folders written here
-by hand to the schema in notes/RESULTS_SCHEMA.md (no dependency on the bench code)."""
+"""The report side (reports/*, ``python -m harness report``) on synthetic run folders written by
+hand to the schema in notes/RESULTS_SCHEMA.md (tests/run_folders.py; no dependency on the bench
+code). The gate's refusals (corrupt runs and baselines) are in tests/test_gate.py."""
 from __future__ import annotations
 
 import json
@@ -11,89 +12,7 @@ import pytest
 from harness.cli import main as cli
 from reports import compare, fit, tables
 from reports.load import InputError, load_runs, tidy
-
-NS = [256, 512, 1024, 2048, 4096]
-
-
-def _row(run_id, suite, case, params, metrics, status="ok", reason=None, impl="reference"):
-    key = f"{suite}|{case}|{json.dumps(params, sort_keys=True)}"
-    return {"key": key, "run_id": run_id, "suite": suite, "case": case, "impl": impl, "device": "cpu",
-            "params": params, "status": status, "reason": reason, "metrics": metrics,
-            "telemetry": None, "time_utc": "2025-01-01T00:00:00Z"}
-
-
-def make_run(root: Path, name: str, *, host="hostA", slow=1.0, iqr=0.05, status=None, rf_off=0,
-             extra_rows=(), jitter=None) -> Path:
-    """A run folder with scaling / receptive_field / kv_cache / finetune points.
-
-    ``slow`` multiplies every time (``jitter``: a dict n -> factor on top), ``iqr`` is the relative
-    IQR, ``status`` maps (case, n) -> (status, reason) for scaling points, ``rf_off`` shifts the
-    measured receptive field away from its formula."""
-    run = root / name
-    (run / "conformance").mkdir(parents=True)
-    env = {"harness_version": "0.1.0", "git_commit": "abc123", "time_utc": "2025-01-01T00:00:00Z",
-           "hostname": host, "python": "3.11", "torch": "2.13", "cuda": None, "device_name": "cpu",
-           "driver": None, "cpu": "Synthetic CPU", "cpu_count": 2,
-           "peak_tflops_measured": {"float32": 0.1}, "argv": ["bench"]}
-    (run / "env.json").write_text(json.dumps(env))
-    rows = []
-    for case, power in (("reference.naive", 2.0), ("banded_window", 1.0)):
-        for n in NS:
-            params = {"n": n, "batch": 1, "heads": 4, "head_dim": 64, "dtype": "float32"}
-            if case == "banded_window":
-                params["window"] = 128
-            st, reason = (status or {}).get((case, n), ("ok", None))
-            if case == "reference.naive" and n == 4096:
-                st, reason = "oom", "needs 4 GiB"
-            if st != "ok":
-                rows.append(_row(name, "scaling", case, params, {}, st, reason))
-                continue
-            t = 1e-3 * (n / 256) ** power * slow * (jitter or {}).get(n, 1.0)
-            flops = 4.0 * n * (n if power == 2 else 128) * 64 * 4
-            rows.append(_row(name, "scaling", case, params, {
-                "time_s": t, "time_iqr_s": iqr * t, "time_min_s": 0.9 * t, "repeats": 7,
-                "peak_mem_bytes": 4.0 * n ** power * 16, "flops": flops, "tflops": flops / t / 1e12}))
-    for depth in (1, 2, 4):
-        params = {"depth": depth, "window": 16, "n": 256}
-        formula = depth * 16
-        rows.append(_row(name, "receptive_field", "banded_window", params,
-                         {"receptive_field": formula + rf_off, "formula": formula}))
-    for case, kv in (("mha", 8), ("gqa", 2), ("mqa", 1)):
-        b = 2 * 2 * kv * 1024 * 64 * 4
-        rows.append(_row(name, "kv_cache", case, {"n": 1024, "heads": 8, "kv_heads": kv, "layers": 2},
-                         {"cache_bytes": b, "cache_formula_bytes": b}))
-    for case, acc in (("lstm", 0.71), ("target.sliding_window", 0.84)):
-        rows.append(_row(name, "finetune", case, {"task": "copy", "steps": 200},
-                         {"accuracy": acc, "accuracy_ci95": [acc - 0.03, acc + 0.03],
-                          "tokens_per_s": 5e4 / slow}))
-    rows += list(extra_rows)
-    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (run / "fits.json").write_text(json.dumps({
-        "scaling|banded_window": {"exponent": 1.0, "ci95": [0.98, 1.02], "n_range": [256, 4096]}}))
-    grad = [{"depth": d, "distance": k, "grad_norm": 2.0 ** -(k / (8 * d)) if k <= 16 * d else 0.0}
-            for d in (1, 2, 4) for k in range(0, 80)]
-    pd.DataFrame(grad).to_csv(run / "receptive_field_grad.csv", index=False)
-    pd.DataFrame({"property": ["attention.scale", "attention.causal"], "reference": ["pass", "pass"],
-                  "my_attn": ["pass", "fail"]}).to_csv(run / "conformance" / "conformance.csv", index=False)
-    return run
-
-
-def write_pytest_benchmark(path: Path, median=0.002) -> Path:
-    data = {"machine_info": {"node": "hostB", "processor": "x86_64", "python_version": "3.11.2",
-                             "cpu": {"brand_raw": "Synthetic CPU", "count": 2}},
-            "commit_info": {"id": "abc123", "dirty": False},
-            "benchmarks": [{"group": None, "name": f"test_sdpa[{n}]", "fullname": f"b.py::test_sdpa[{n}]",
-                            "params": {"n": n}, "param": str(n), "extra_info": {},
-                            "options": {"timer": "perf_counter"},
-                            "stats": {"min": 0.9 * median * n / 256, "max": 1.2 * median * n / 256,
-                                      "mean": median * n / 256, "stddev": 1e-5, "rounds": 20,
-                                      "median": median * n / 256, "iqr": 0.02 * median * n / 256,
-                                      "q1": median, "q3": median, "iterations": 1}}
-                           for n in (256, 512, 1024)],
-            "datetime": "2025-01-01T00:00:00", "version": "5.2.3"}
-    path.write_text(json.dumps(data))
-    return path
-
+from tests.run_folders import NS, _row, key_of, make_run, write_pytest_benchmark  # noqa: F401
 
 def report(*args) -> int:
     return cli(["report", *map(str, args)])
@@ -176,14 +95,20 @@ def _scale_times(run: Path, factor: float, case: str | None = None, n: int | Non
 
 def test_one_slower_kernel_is_a_regression(tmp_path, capsys):
     run, base = make_run(tmp_path, "run"), make_run(tmp_path, "base")
-    _scale_times(run, 2.0, "banded_window", 1024)
+    _scale_times(run, 2.0, "target.sdpa", 1024)
     assert report(run, "--baseline", base, "--out", tmp_path / "o", "--no-plots") == 1
     regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
-    key = 'scaling|banded_window|{"batch": 1, "dtype": "float32", "head_dim": 64, "heads": 4, ' \
-          '"n": 1024, "window": 128}'
+    key = 'scaling|target.sdpa@reference|{"batch":1,"dtype":"float32","head_dim":64,"heads":4,"n":1024}'
+    assert key == key_of("scaling", "target.sdpa", {"n": 1024, "batch": 1, "heads": 4, "head_dim": 64,
+                                                    "dtype": "float32"}, role="target")
     assert set(regs["key"]) == {key} and set(regs["metric"]) == {"time_s", "tflops"}
-    assert "banded_window" in (tmp_path / "o" / "regressions.md").read_text()
+    assert "target.sdpa" in (tmp_path / "o" / "regressions.md").read_text()
     assert "REGRESSIONS" in capsys.readouterr().out
+    # a comparison kernel 2x slower: reported, gated only with --cases all
+    other = make_run(tmp_path, "other")
+    _scale_times(other, 2.0, "banded_window", 1024)
+    assert report(other, "--baseline", base, "--out", tmp_path / "b", "--no-plots") == 0
+    assert report(other, "--baseline", base, "--out", tmp_path / "b", "--no-plots", "--cases", "all") == 1
 
 
 def test_machine_drift_is_taken_out_but_a_large_one_is_a_regression(tmp_path):
@@ -193,18 +118,20 @@ def test_machine_drift_is_taken_out_but_a_large_one_is_a_regression(tmp_path):
     base = make_run(tmp_path, "base")
     busy = make_run(tmp_path, "busy")
     _scale_times(busy, 1.15)
-    table = compare.compare(tidy(load_runs([busy])), tidy(load_runs([base])))
+    table = compare.compare(tidy(load_runs([busy])), tidy(load_runs([base])), scope="all")
     suite_row = table[(table["metric"] == "time_s:suite_median") & (table["suite"] == "scaling")]
     assert len(suite_row) == 1 and suite_row["current"].iloc[0] == pytest.approx(1.15)
     assert suite_row["verdict"].iloc[0] == "ok" and not (table["verdict"] == "regression").any()
     slow = make_run(tmp_path, "slow")
     _scale_times(slow, 2.0)
-    regs = compare.regressions(compare.compare(tidy(load_runs([slow])), tidy(load_runs([base]))))
+    regs = compare.regressions(compare.compare(tidy(load_runs([slow])), tidy(load_runs([base])), scope="all"))
     assert regs["metric"].tolist() == ["time_s:suite_median"] and regs["suite"].tolist() == ["scaling"]
+    table = compare.compare(tidy(load_runs([slow])), tidy(load_runs([base])))  # default: --cases target
+    assert compare.regressions(table).empty and (table["verdict"] == compare.UNGATED).sum() == 1
     mixed = make_run(tmp_path, "mixed")
     _scale_times(mixed, 1 / 1.15)
     _scale_times(mixed, 2.0, "reference.naive", 2048)
-    regs = compare.regressions(compare.compare(tidy(load_runs([mixed])), tidy(load_runs([base]))))
+    regs = compare.regressions(compare.compare(tidy(load_runs([mixed])), tidy(load_runs([base])), scope="all"))
     assert set(regs["case"]) == {"reference.naive"} and set(regs["metric"]) == {"time_s", "tflops"}
 
 
@@ -220,24 +147,31 @@ def test_cpu_memory_has_an_absolute_slack_gpu_memory_does_not():
 def test_noisy_run_within_spread_exit_0(tmp_path):
     base = make_run(tmp_path, "base", iqr=0.35)  # allowed: 2 x 35 % = 70 %
     jitter = {256: 1.0, 512: 1.0, 1024: 1.6, 2048: 1.0, 4096: 1.0}
-    run = make_run(tmp_path, "run", iqr=0.3, jitter=jitter)
+    run = make_run(tmp_path, "run", iqr=0.1, jitter=jitter)
     assert report(run, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 0
     # the same jitter against a quiet baseline (CPU floor 25 %) is a regression
     quiet = make_run(tmp_path, "quiet", iqr=0.01)
     assert report(run, "--baseline", quiet, "--out", tmp_path / "q", "--formats", "csv", "--no-plots") == 1
+    # ... unless the run itself measured that much noise: the noisier side's spread counts
+    noisy = make_run(tmp_path, "noisy", iqr=0.35, jitter=jitter)
+    assert report(noisy, "--baseline", quiet, "--out", tmp_path / "n", "--formats", "csv", "--no-plots") == 0
+    assert compare.tolerance("time_s", {"time_s": 1.0, "time_iqr_s": 0.01}, "cpu",
+                             {"time_s": 1.0, "time_iqr_s": 0.2}) == pytest.approx(0.4)
 
 
 def test_status_change_and_formula_mismatch_are_regressions(tmp_path):
     base = make_run(tmp_path, "base")
     broken = make_run(tmp_path, "broken", status={("banded_window", 2048): ("error", "RuntimeError: x")})
-    assert report(broken, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 1
+    assert report(broken, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots",
+                  "--cases", "all") == 1
     regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
     assert regs["metric"].tolist() == ["status"] and "ok -> error" in regs["note"][0]
-    assert '"n": 2048' in regs["key"][0]
+    assert '"n":2048' in regs["key"][0]
     # the reverse (error in the baseline, ok now) is not a regression
-    assert report(base, "--baseline", broken, "--out", tmp_path / "r", "--formats", "csv", "--no-plots") == 0
+    assert report(base, "--baseline", broken, "--out", tmp_path / "r", "--formats", "csv", "--no-plots",
+                  "--cases", "all") == 0
     off = make_run(tmp_path, "off", rf_off=1)
-    table = compare.compare(tidy(load_runs([off])), tidy(load_runs([base])))
+    table = compare.compare(tidy(load_runs([off])), tidy(load_runs([base])), scope="all")
     regs = compare.regressions(table)
     assert set(regs["metric"]) == {"receptive_field==formula"} and len(regs) == 3
 
@@ -253,9 +187,12 @@ def test_input_errors_exit_2(tmp_path, capsys):
     assert report(run, "--formats", "csv,pickle") == 2
     assert "pickle" in capsys.readouterr().err
     assert report(run, "--baseline", tmp_path / "missing") == 2
-    with pytest.raises(InputError, match="results.jsonl:2"):
-        row = '{"suite": "s", "case": "c"}\n'
+    row = json.dumps(_row("e", "scaling", "lstm", {"n": 1}, {"time_s": 1.0})) + "\n"
+    with pytest.raises(InputError, match="results.jsonl:2: not valid JSON"):
         (empty / "results.jsonl").write_text(row + "{oops\n" + row)
+        load_runs([empty])
+    with pytest.raises(InputError, match="results.jsonl:1: a result row needs the field.s. key, role"):
+        (empty / "results.jsonl").write_text('{"suite": "s", "case": "c"}\n' + row)
         load_runs([empty])
 
 
@@ -304,13 +241,16 @@ def test_job_folder_reads_its_sub_folder_runs(tmp_path):
     assert not (table["verdict"].isin(["missing", "new", "regression"])).any(), table["verdict"].tolist()
     acc = table[(table["suite"] == "finetune") & (table["metric"] == "accuracy")]
     assert len(acc) == 2 and (acc["verdict"] == "ok").all()
-    # the fine-tune half of the job alone: the kernel points are missing (once each, not per run)
+    # the fine-tune half of the job alone: the kernel points are missing (once each, not per run),
+    # each a regression unless the run says it was not asked for them (tests/test_gate.py)
     alone = compare.compare(tidy(load_runs([job / "finetune"])), tidy(load_runs([base])))
-    missing = alone[alone["verdict"] == "missing"]
+    missing = alone[alone["metric"] == "point"]
     assert len(missing) == missing["key"].nunique() > 10
+    assert (missing["verdict"] == "regression").sum() == (missing["role"] == "target").sum() > 0
     # a regression in the sub-folder run still fails the job
     worse = _split_job(tmp_path, "worse", slow=2.0)  # tokens_per_s halves too (finetune has no time_s)
-    assert report(worse, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots") == 1
+    assert report(worse, "--baseline", base, "--out", tmp_path / "o", "--formats", "csv", "--no-plots",
+                  "--cases", "all") == 1
     regs = pd.read_csv(tmp_path / "o" / "regressions.csv")
     assert "finetune" in set(regs["suite"]) and "scaling" in set(regs["suite"])
     (tmp_path / "hollow" / "sub").mkdir(parents=True)

@@ -59,13 +59,28 @@ def test_swaps_baseline_and_no_finetune(stages, tmp_path):
     finetune, report = calls[2][1], calls[3][1]
     assert _opt(finetune, "--cases") == "majority_class,reference,swap.sdpa,swap.layernorm"
     assert _opt(finetune, "--profile") == "tiny" and _opt(report, "--baseline") == "cpu-reference"
-    # --no-finetune: no stage, and an earlier job's fine-tune rows are not left for the report to read
+    # an earlier job's results are not overwritten silently: refused before any stage runs
     (out / "finetune").mkdir(parents=True)
     (out / "finetune" / "results.jsonl").write_text(json.dumps({"suite": "finetune", "case": "x"}) + "\n")
     calls.clear()
-    assert cli(["run", "--out", str(out), "--no-finetune"]) == 0
+    assert cli(["run", "--out", str(out), "--no-finetune"]) == 2 and calls == []
+    # --no-finetune --overwrite: no stage, and the earlier fine-tune rows are not left for the report
+    assert cli(["run", "--out", str(out), "--no-finetune", "--overwrite"]) == 0
     assert [c for c, _ in calls] == ["check", "bench", "report"]
-    assert not (out / "finetune").exists()
+    assert "--overwrite" in calls[1][1] and not (out / "finetune").exists()
+
+
+def test_resume_and_gate_options_reach_their_stages(stages, tmp_path):
+    calls, _ = stages
+    out = tmp_path / "job"
+    assert cli(["run", "--out", str(out), "--resume", "--baseline", "cpu-reference", "--gate-cases", "target",
+                "--allow-missing"]) == 0
+    check, bench, finetune, report = (argv for _, argv in calls)
+    assert "--resume" in bench and "--resume" in finetune and "--resume" not in check
+    assert "--cases=target" in report and "--allow-missing" in report
+    calls.clear()
+    assert cli(["run", "--out", str(out), "--gate-cases", "all"]) == 0  # no baseline: nothing to gate
+    assert not any(a.startswith("--cases") for a in calls[3][1])
 
 
 @pytest.mark.parametrize("failing", ["check", "bench", "finetune", "report"])

@@ -11,7 +11,7 @@ The run folder's layout is notes/RESULTS_SCHEMA.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 SUITES = ("scaling", "receptive_field", "kv_cache", "timer_selfcheck")
 DEFAULT_SUITES = ("scaling", "receptive_field", "kv_cache")
@@ -41,6 +41,9 @@ class Context:
     cases: tuple[str, ...] | None = None   # only these cases (None: all)
     threads: int | None = None  # the user's --threads (None: each suite's default)
     state: dict = field(default_factory=dict)
+    #: write a point now (``Runner.record``), for a suite that measures points together and
+    #: finishes them one by one (the CPU scaling sweep); None: rows are written point by point
+    record: Callable[[Any], dict] | None = None
 
     def wants(self, case: str) -> bool:
         return self.cases is None or case in self.cases

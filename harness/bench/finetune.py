@@ -29,7 +29,6 @@ pipeline, not the accuracy).
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import statistics
@@ -42,11 +41,14 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, measured_train_eval, prepare
 from harness.bench.runner import Point, Skip
-from harness.bench.store import make_key, read_rows
+from harness.bench.store import append_jsonl, make_key, read_rows
 from reference import finetune_data as fd
 
 SUITE = "finetune"
 CASES = ("majority_class", "reference", "swap.sdpa", "swap.layernorm")
+#: the cases that run the target's code (role "target"); majority_class and reference are the
+#: harness's comparison points
+TARGET_CASES = ("swap.sdpa", "swap.layernorm")
 DROP_MARGIN = 0.01
 SEEDS_FILE = "finetune_seeds.jsonl"
 #: two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (beyond: 1.96)
@@ -174,8 +176,7 @@ def _per_seed(ctx: Context, prof: FinetuneProfile, case: str, **swap) -> list[di
             torch.set_num_threads(before)
         runs.append(dict(r, n_test=len(data.test_labels), threads=threads))
         if ctx.store is not None:
-            with open(Path(ctx.store.dir) / SEEDS_FILE, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"key": key, "run": runs[-1]}) + "\n")
+            append_jsonl(Path(ctx.store.dir) / SEEDS_FILE, {"key": key, "run": runs[-1]})
             log[key] = runs[-1]
         print(f"[finetune] {r['attn_implementation']}{' +LayerNorm' if r['layernorms_swapped'] else ''} "
               f"seed {s}: accuracy {r['accuracy']:.4f}, train {r['train_time_s']:.1f} s, "
@@ -310,7 +311,8 @@ def points(ctx: Context) -> list[Point]:
                 "swap.layernorm": functools.partial(measure_swap, ctx, "layernorm")}
     note = fd.weights_note()  # where the weights came from when not the package's float32 original
     static = {"weights_note": note} if note else {}
-    return [Point(SUITE, case, params_of(prof), measures[case], static_metrics=dict(static))
+    return [Point(SUITE, case, params_of(prof), measures[case], static_metrics=dict(static),
+                  role="target" if case in TARGET_CASES else "comparison")
             for case in CASES if ctx.wants(case)]
 
 

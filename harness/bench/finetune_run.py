@@ -21,17 +21,13 @@ from harness.bench import Check, Context
 
 def run(out_dir, impl: str = "reference", profile: str = "cpu", cases=None, device: str = "cpu",
         seeds=None, resume: bool = False, progress: bool = False, state: dict | None = None,
-        measure_peak: bool = False, any_device: bool = False) -> tuple[list[dict], list[Check]]:
+        measure_peak: bool = False, any_device: bool = False, overwrite: bool = False
+        ) -> tuple[list[dict], list[Check]]:
     """Measure the finetune points into ``out_dir``; returns (rows, acceptance checks).
     ``any_device``: run a CUDA profile's settings on ``device`` anyway (the gpu profile on a CPU
     takes ~12 min per seed on 2 cores; its accuracy is the same arithmetic up to rounding)."""
-    import torch
-
-    from harness.bench import env
     from harness.bench import finetune as ft
-    from harness.bench.runner import Runner
     from harness.bench.store import ResultStore
-    from harness.loader import load_target
 
     if device == "cuda":
         device = "cuda:0"
@@ -42,7 +38,19 @@ def run(out_dir, impl: str = "reference", profile: str = "cpu", cases=None, devi
         prof = dataclasses.replace(prof, needs_cuda=False)
     state = {} if state is None else state
     state["finetune_profile"] = prof
-    store = ResultStore(out_dir, resume=resume)
+    store = ResultStore(out_dir, resume=resume, overwrite=overwrite)
+    try:
+        return _run(store, impl, prof, cases, device, progress, state, measure_peak)
+    finally:
+        store.close()
+
+
+def _run(store, impl, prof, cases, device, progress, state, measure_peak):
+    from harness.bench import env
+    from harness.bench import finetune as ft
+    from harness.bench.runner import Runner
+    from harness.loader import load_target
+
     peak = env.measure_peak_tflops(device) if measure_peak else {}
     env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
                                      extra={"profile": prof.name, "impl": impl, "suites": [ft.SUITE]}))
@@ -86,7 +94,9 @@ def main(argv=None) -> int:
     p.add_argument("--cases", default=None)
     p.add_argument("--seeds", default=None, help="comma-separated, e.g. 0,1,2 (default: the profile's)")
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--resume", action="store_true")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true")
+    again.add_argument("--overwrite", action="store_true", help="discard the results already in --out")
     p.add_argument("--any-device", action="store_true",
                    help="run a CUDA-only profile (gpu) on --device anyway, e.g. its settings on the CPU")
     p.add_argument("--also-impl", default=None, help="a second target, run after the first, same process")
@@ -107,7 +117,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         print(f"finetune: target {impl}, profile {args.profile}, device {args.device} -> {out}", flush=True)
         rows, checks = run(out, impl, args.profile, cases.split(",") if cases else None, args.device,
-                           seeds, args.resume, progress=False, state=state, any_device=args.any_device)
+                           seeds, args.resume, progress=False, state=state, any_device=args.any_device,
+                           overwrite=args.overwrite)
         _report(rows, checks, time.perf_counter() - t0)
         failed |= any(c.passed is False for c in checks)
     return 1 if (args.strict and failed) else 0

@@ -37,7 +37,7 @@ import torch
 
 from harness.bench.finetune import t_interval
 from harness.bench.finetune_train import Hyper, prepare, train_eval
-from harness.bench.store import read_rows
+from harness.bench.store import append_jsonl, read_rows
 
 VALIDATION_FRACTION = 0.15
 SELECT_FILE = "select.jsonl"
@@ -117,8 +117,7 @@ def run(out_dir, hypers: list[Hyper], seeds, device: str = "cpu", train_examples
                "val_loss": r["test_loss"], "train_time_s": r["train_time_s"], "steps": r["steps"],
                "n_train": len(d.train_ids), "n_val": len(d.test_ids), "train_movies": d.n_train_movies,
                "val_movies": d.n_test_movies, "max_steps": max_steps, "device": device}
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        append_jsonl(path, rec)  # a line cut by a kill is dropped before the next one
         done[(rec["point"], s)] = rec
         print(f"[select] {i}/{len(todo)} {rec['point']} seed {s}: validation accuracy "
               f"{r['accuracy']:.4f} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)

@@ -18,15 +18,32 @@ matrices in again and the timing measures the kernel's page faults as much as it
 arithmetic (70 % of the naive attention's time at n = 4096 on a 2-core VM). For
 timing, ``harness bench`` therefore sets glibc's M_MMAP_MAX = 0 and M_TRIM_THRESHOLD =
 max, so freed memory stays in the heap and is reused -- the CPU analogue of torch's
-CUDA caching allocator. The one memory-measurement call per point
-is preceded by ``malloc_trim(0)``, which hands the free heap pages back to the kernel, so
-the call's allocations fault pages in again and VmHWM sees its peak. env.json records the mode.
+CUDA caching allocator. The memory-measurement calls run in the opposite mode: before each,
+``malloc_trim(0)`` hands the free heap pages back to the kernel, and during it every block of
+>= ``MEASURE_MMAP_BYTES`` (1 MiB) is mmapped and unmapped on free. A temporary freed inside the
+call then leaves the resident set at once, so VmHWM sees the live peak; in the heap, a block
+freed and another allocated elsewhere both stayed resident, and the peak read anywhere between
+the live peak and 1.6x it, with the heap's layout (the float64 reference attention at n = 2048:
+928 to 1062 MiB in two processes; mmapped: 656 MiB in both). A free chunk that the timing left in
+the heap can still serve a big block ahead of mmap, so ``peak_memory_repeated`` runs each call in
+a fresh thread, which glibc serves from an arena of its own: in one process out of four the
+reference attention read one score matrix more at every size (1456: 407 MiB against 334).
+env.json records the mode.
+
+Repeats (``peak_memory_repeated``): even so one call's RSS peak is a noisy sample where blocks
+under 1 MiB and the math libraries' own buffers matter (the banded kernel at n = 4096 read 58 to
+90 MiB in five calls of one process, mmapped or not). The call is measured several times; the median is the point's
+``peak_mem_bytes`` and min/max its spread, from which the baseline gate derives the allowance
+(reports/compare.py), as it does for times from their IQR.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import ctypes.util
+import statistics
+import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -39,6 +56,8 @@ _CLEAR = Path("/proc/self/clear_refs")
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
+#: while a memory measurement runs (keeping mode): blocks this large are mmapped (module doc)
+MEASURE_MMAP_BYTES = 1 << 20
 _libc = None
 _keeping = False
 
@@ -58,24 +77,34 @@ def keep_freed_memory(enable: bool = True) -> str:
     global _keeping
     if enable and _mallopt(_M_MMAP_MAX, 0) and _mallopt(_M_TRIM_THRESHOLD, 2**31 - 1):
         _keeping = True
-        return "glibc: M_MMAP_MAX=0, M_TRIM_THRESHOLD=max (freed memory reused)"
+        return ("glibc: M_MMAP_MAX=0, M_TRIM_THRESHOLD=max (freed memory reused); memory measured "
+                f"with blocks >= {MEASURE_MMAP_BYTES} B mmapped")
     if not enable and _keeping:
         _mallopt(_M_MMAP_MAX, 65536)
         _mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
+        _mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
         _keeping = False
     return "default"
 
 
 @contextlib.contextmanager
 def _fresh_mappings():
-    """While measuring: free heap pages go back to the kernel (malloc_trim), so the
-    call's allocations fault pages in again and VmHWM sees its whole peak."""
-    if _keeping:
-        try:
-            _libc.malloc_trim(ctypes.c_size_t(0))
-        except AttributeError:
-            pass
-    yield
+    """While measuring (keeping mode): free heap pages go back to the kernel (malloc_trim), so
+    the call's allocations fault pages in again, and blocks of >= MEASURE_MMAP_BYTES are mmapped,
+    so what the call frees leaves the resident set: VmHWM sees its live peak (module doc)."""
+    if not _keeping:
+        yield
+        return
+    try:
+        _libc.malloc_trim(ctypes.c_size_t(0))
+    except AttributeError:
+        pass
+    _mallopt(_M_MMAP_THRESHOLD, MEASURE_MMAP_BYTES)
+    _mallopt(_M_MMAP_MAX, 65536)
+    try:
+        yield
+    finally:
+        _mallopt(_M_MMAP_MAX, 0)
 
 
 def _rss_fields() -> dict[str, int]:
@@ -95,8 +124,33 @@ def cpu_hwm_supported() -> bool:
         return False
 
 
-def peak_memory(fn: Callable[[], object], device="cpu") -> tuple[object, int | None, str]:
-    """Run ``fn()`` once; return (its result, peak bytes above the start or None, method)."""
+def in_own_arena(fn: Callable[[], object]) -> object:
+    """``fn()`` in a new thread, with the caller's torch grad / inference mode and thread count;
+    glibc gives the thread its own malloc arena, so blocks the caller's heap freed earlier cannot
+    serve its allocations (module doc). Its exception is raised here."""
+    grad, inference, threads = torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_num_threads()
+    box: dict = {}
+
+    def run() -> None:
+        torch.set_num_threads(threads)
+        try:
+            with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+                box["out"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["exc"] = exc
+
+    thread = threading.Thread(target=run, name="harness-peak-memory", daemon=True)
+    thread.start()
+    thread.join()
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
+
+
+def peak_memory(fn: Callable[[], object], device="cpu", own_arena: bool = False
+                ) -> tuple[object, int | None, str]:
+    """Run ``fn()`` once; return (its result, peak bytes above the start or None, method).
+    ``own_arena`` (CPU, keeping mode): the call runs in a fresh thread (``in_own_arena``)."""
     dev = torch.device(device)
     if dev.type == "cuda":
         synchronize(dev)
@@ -110,6 +164,28 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> tuple[object, int | N
     with _fresh_mappings():
         _CLEAR.write_text("5")  # VmHWM := VmRSS
         before = _rss_fields()["VmRSS"]
-        out = fn()
+        out = in_own_arena(fn) if own_arena and _keeping else fn()
         after = _rss_fields()["VmHWM"]
     return out, max(0, after - before), "rss_hwm_delta"
+
+
+def peak_memory_repeated(fn: Callable[[], object], device="cpu", repeats: int = 1,
+                         budget_s: float | None = None,
+                         clock: Callable[[], float] = time.perf_counter) -> tuple[object, dict]:
+    """``peak_memory`` of up to ``repeats`` calls of ``fn`` (fewer once ``budget_s`` is spent; one
+    where the counter is exact or unavailable). Returns the first call's result and the metrics
+    ``peak_mem_bytes`` (median), ``peak_mem_min_bytes``, ``peak_mem_max_bytes``,
+    ``peak_mem_repeats`` and ``peak_mem_method``."""
+    start = clock()
+    first, peak, method = peak_memory(fn, device, own_arena=True)
+    peaks = [peak]
+    while (method == "rss_hwm_delta" and len(peaks) < repeats
+           and (budget_s is None or clock() - start < budget_s)):
+        out, peak, _ = peak_memory(fn, device, own_arena=True)
+        del out
+        peaks.append(peak)
+    metrics = {"peak_mem_bytes": peaks[0], "peak_mem_method": method}
+    if peaks[0] is not None:
+        metrics.update(peak_mem_bytes=statistics.median_low(peaks), peak_mem_min_bytes=min(peaks),
+                       peak_mem_max_bytes=max(peaks), peak_mem_repeats=len(peaks))
+    return first, metrics

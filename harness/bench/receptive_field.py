@@ -14,8 +14,10 @@ Cases: mistral_block (reference block, dense-mask reference window math),
 banded_window (the same block on reference.banded), target.sliding_window (the
 block on the target's sliding_window_attention; formula for its declared
 ``window_extent``, default w) and hf_mistral (transformers' MistralModel with
-sliding_window=w, on the target's SDPA through AttentionInterface when it has one;
-HF's convention is w keys).
+sliding_window=w, on the target's SDPA through AttentionInterface; HF's convention is w
+keys). target.sliding_window and hf_mistral run the target's code (role "target"): a target
+without the name they need gets them skipped with the reason, never run on torch's kernel
+under its label; the other two cases are the harness's comparison kernels.
 
 ``receptive_field_grad.csv`` (depth, distance, grad_norm) holds the heatmap of the
 target's kernel (target.sliding_window) when it ran, else of mistral_block;
@@ -35,6 +37,8 @@ from reference import registry
 
 SUITE = "receptive_field"
 CASES = ("mistral_block", "banded_window", "target.sliding_window", "hf_mistral")
+#: the cases that run the target's code (role "target")
+TARGET_CASES = ("target.sliding_window", "hf_mistral")
 
 
 def formula(depth: int, window: int, extent: str = "w") -> int:
@@ -67,7 +71,7 @@ def _model(ctx: Context, case: str, p: dict):
         why = hf_available()
         if why:
             raise Skip(why)
-        sdpa = ctx.component("scaled_dot_product_attention")
+        sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
         config = dict(vocab_size=16, hidden_size=p["dim"], intermediate_size=2 * p["dim"],
                       num_hidden_layers=p["depth"], num_attention_heads=p["heads"],
                       max_position_embeddings=max(256, p["n"]))
@@ -119,7 +123,8 @@ def points(ctx: Context) -> list[Point]:
         for depth in prof.depths:
             p = {"depth": depth, "window": prof.window, "n": prof.n, "dim": prof.dim,
                  "heads": prof.heads, "kv_heads": prof.kv_heads, "dtype": "float64"}
-            out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p)))
+            out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
+                             role="target" if case in TARGET_CASES else "comparison"))
     return out
 
 

@@ -11,7 +11,9 @@ A suite builds a list of ``Point``s (suite, case, params, ``measure``). For each
   call's locals -- its tensors -- alive) and the device's cached memory is released
   (``torch.cuda.empty_cache``), so the next point starts with the memory free;
 - NVML telemetry is sampled around the point on a GPU (``harness.bench.telemetry``);
-- the row is appended and flushed before the next point starts;
+- the row is appended and fsynced before the next point starts; a suite that measures several
+  points together (the CPU scaling sweep) hands each to ``record`` the moment its measurement
+  ends, so a kill loses only what was still being measured;
 - with a ``deadline`` (``time.perf_counter()`` value; ``harness bench --time-budget-s``),
   a point that would start after it is not run: its row is "skipped" with a reason
   starting with "time budget". The point in flight is never interrupted.
@@ -29,7 +31,7 @@ from typing import Callable
 
 import torch
 
-from harness.bench.store import ResultStore, make_key, make_row
+from harness.bench.store import ResultStore, make_row, point_key
 from harness.bench.telemetry import Telemetry
 
 
@@ -121,10 +123,12 @@ class Point:
     #: True when the measurement already exists (a CPU sweep timed all sizes of the case):
     #: the point is then recorded even after the time budget is spent
     measured: Callable[[], bool] | None = None
+    #: "target" when the target's own code runs, "comparison" for the harness's kernels
+    role: str = "comparison"
 
-    @property
-    def key(self) -> str:
-        return make_key(self.suite, self.case, self.params)
+    def key(self, impl: str) -> str:
+        """The point's key when measured for the target ``impl`` (harness.runfolder.point_key)."""
+        return point_key(self.suite, self.case, self.params, self.role, impl)
 
     def label(self) -> str:
         shown = ",".join(f"{k}={v}" for k, v in self.params.items() if k in ("n", "depth", "kv_heads", "window"))
@@ -140,6 +144,11 @@ class Runner:
         self.deadline, self.budget_s, self.clock = deadline, budget_s, clock
         self.counts: Counter = Counter()
         self.rows: list[dict] = []
+        #: key -> row of every point written by this runner (once each)
+        self.recorded: dict[str, dict] = {}
+        self.desc = "bench"
+        self._bar = None
+        self._budget_told = False
 
     def over_budget(self) -> bool:
         return self.deadline is not None and self.clock() > self.deadline
@@ -148,12 +157,39 @@ class Runner:
         spent = f"{self.budget_s:g} s" if self.budget_s is not None else "the time"
         return f"{BUDGET_REASON}: {spent} of the run spent before this point could start"
 
+    def _row(self, point: Point, status, reason, metrics, telemetry) -> dict:
+        return make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
+                        point.params, status, reason, metrics, telemetry, role=point.role)
+
+    def record(self, point: Point) -> dict:
+        """Measure and write ``point`` now unless this runner wrote it already: what a suite
+        calls for each point of a joint measurement as soon as that point's part is done."""
+        key = point.key(self.impl)
+        return self.recorded[key] if key in self.recorded else self.run_one(point)
+
+    def _write(self, point: Point, row: dict) -> dict:
+        key = point.key(self.impl)
+        if key in self.recorded:  # written from inside its own measurement (``record``)
+            return self.recorded[key]
+        self.store.append(row)
+        self.recorded[key] = row
+        self.rows.append(row)
+        self.counts[row["status"]] += 1
+        if self._bar is not None:
+            self._bar.update(1)
+        budget = row["status"] == "skipped" and (row["reason"] or "").startswith(BUDGET_REASON)
+        if self.verbose and row["status"] != "ok" and not (budget and self._budget_told):
+            msg = f"[{self.desc}] {point.label()}: {row['status']}: {row['reason']}"
+            if budget:
+                msg += "; the remaining points are recorded as skipped"
+                self._budget_told = True
+            (self._bar.write(msg, file=sys.stderr) if self._bar is not None else print(msg, file=sys.stderr))
+        return row
+
     def run_one(self, point: Point) -> dict:
         status, reason, metrics, telemetry = "ok", None, dict(point.static_metrics), None
         if self.over_budget() and not (point.measured is not None and point.measured()):
-            row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
-                           point.params, "skipped", self.budget_reason(), metrics, None)
-            return self.store.append(row)
+            return self._write(point, self._row(point, "skipped", self.budget_reason(), metrics, None))
         tel = Telemetry.for_device(self.device)
         failed = False
         try:
@@ -178,43 +214,32 @@ class Runner:
         if failed:  # outside the except clause: the exception (and what it held) is gone
             free_memory(self.device)
         telemetry = tel.summary()
-        row = make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
-                       point.params, status, reason, metrics, telemetry)
-        return self.store.append(row)
+        return self._write(point, self._row(point, status, reason, metrics, telemetry))
 
     def run(self, points: list[Point], desc: str = "bench") -> list[dict]:
-        todo = [p for p in points if not self.store.is_done(p.key)]
+        """Measure and write every point not yet done; returns the rows written, in point order."""
+        todo = [p for p in points if not self.store.is_done(p.key(self.impl))]
         done = len(points) - len(todo)
         if done and self.verbose:
             print(f"[{desc}] resume: {done} of {len(points)} points already measured", file=sys.stderr)
-        bar = None
+        self.desc, self._budget_told = desc, False
         if self.progress:
             try:
                 from tqdm import tqdm
-                bar = tqdm(total=len(todo), desc=desc, unit="pt", dynamic_ncols=True, leave=True)
+                self._bar = tqdm(total=len(todo), desc=desc, unit="pt", dynamic_ncols=True, leave=True)
             except ImportError:  # tqdm is optional (extra "bench"): no bar
-                bar = None
-        rows, budget_told = [], False
+                self._bar = None
         try:
             for p in todo:
-                if bar is not None:
-                    bar.set_postfix_str(p.label(), refresh=True)
-                _ACTIVE.update(bar=bar, label=p.label())
-                row = self.run_one(p)
-                rows.append(row)
-                self.counts[row["status"]] += 1
-                if bar is not None:
-                    bar.update(1)
-                budget = row["status"] == "skipped" and (row["reason"] or "").startswith(BUDGET_REASON)
-                if self.verbose and row["status"] != "ok" and not (budget and budget_told):
-                    msg = f"[{desc}] {p.label()}: {row['status']}: {row['reason']}"
-                    if budget:
-                        msg += "; the remaining points are recorded as skipped"
-                        budget_told = True
-                    (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))
+                if p.key(self.impl) in self.recorded:
+                    continue  # written during an earlier point's joint measurement
+                if self._bar is not None:
+                    self._bar.set_postfix_str(p.label(), refresh=True)
+                _ACTIVE.update(bar=self._bar, label=p.label())
+                self.run_one(p)
         finally:
             _ACTIVE.clear()
-            if bar is not None:
-                bar.close()
-        self.rows.extend(rows)
-        return rows
+            if self._bar is not None:
+                self._bar.close()
+            self._bar = None
+        return [self.recorded[p.key(self.impl)] for p in todo if p.key(self.impl) in self.recorded]

@@ -14,12 +14,17 @@ FLOPs count the useful work, 4 * b * h * n * k * d with k the average number of
 keys a query sees: k = n (dense), (n + 1) / 2 (causal), the window average for the
 window cases (reference.banded.visible_keys); LSTM: 16 * b * n * d^2 (four gates,
 input and recurrent matmuls). tflops = flops / median time; frac_of_peak divides by
-env.json's measured matmul peak for the dtype. peak_mem_bytes: harness.bench.memory.
+env.json's measured matmul peak for the dtype. peak_mem_bytes: the median of up to the
+profile's ``mem_repeats`` measured calls, with their min/max (harness.bench.memory).
+
+Roles: target.sdpa and target.sliding_window run the target's code (role "target", keyed by the
+target's identity); the other cases are the harness's comparison kernels.
 
 Timing: on CPU all sizes of a case are timed together in interleaved rounds
 (``harness.bench.sweep``), so drift of a shared machine does not bend the fitted
-exponent; on CUDA point by point with ``time_cuda``. A case whose call would take
-longer than the profile's ``max_call_s`` at the next size (extrapolating n^2) skips
+exponent, and each size's row is written as soon as its part of the sweep is over
+(``Context.record``); on CUDA point by point with ``time_cuda``. A case whose call would
+take longer than the profile's ``max_call_s`` at the next size (extrapolating n^2) skips
 its larger sizes (status "skipped", the reason says why), so one slow target cannot
 eat the budget.
 """
@@ -33,11 +38,12 @@ import torch.nn.functional as F
 
 from harness.bench import Check, Context
 from harness.bench.fit import fits_from_rows
-from harness.bench.memory import peak_memory
+from harness.bench.memory import peak_memory_repeated
 from harness.bench.runner import Point, Skip, check_finite, note
-from harness.bench.store import make_key
+from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
 from harness.bench.timer import time_fn
+from harness.runfolder import SIZE_CAP_REASON
 from reference import registry
 from reference.banded import visible_keys
 
@@ -47,6 +53,12 @@ BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_
 CASES = ("target.sdpa", "reference.naive", *(f"torch.sdpa.{b}" for b in BACKENDS),
          "banded_window", "target.sliding_window", "lstm")
 WINDOW_CASES = ("banded_window", "target.sliding_window")
+#: the cases that run the target's code (role "target"); the others are comparison kernels
+TARGET_CASES = ("target.sdpa", "target.sliding_window")
+
+
+def role_of(case: str) -> str:
+    return "target" if case in TARGET_CASES else "comparison"
 #: acceptance: fitted exponent within expected +- 0.15 (reference kernels only)
 EXPECTED = {"reference.naive": 2.0, "banded_window": 1.0}
 TOLERANCE = 0.15
@@ -133,7 +145,8 @@ def validate(ctx: Context, case: str, p: dict):
     call = make_call(ctx, case, p)
     with torch.inference_mode():
         try:
-            out, peak, method = peak_memory(call, ctx.device)
+            out, mem = peak_memory_repeated(call, ctx.device, getattr(ctx.profile, "mem_repeats", 1),
+                                            getattr(ctx.profile, "mem_budget_s", None))
         except RuntimeError as exc:
             if "No available kernel" in str(exc):
                 raise Skip(f"torch SDPA backend cannot run these inputs: {str(exc).splitlines()[0][:200]}") from None
@@ -144,7 +157,7 @@ def validate(ctx: Context, case: str, p: dict):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected:
             got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             raise RuntimeError(f"{case} returned {got}, expected a tensor of shape {expected}")
-    return call, {"peak_mem_bytes": peak, "peak_mem_method": method}
+    return call, mem
 
 
 def _metrics(ctx: Context, case: str, p: dict, timing, extra: dict) -> dict:
@@ -160,15 +173,24 @@ def _metrics(ctx: Context, case: str, p: dict, timing, extra: dict) -> dict:
 
 
 def _cpu_sweep(ctx: Context, case: str) -> dict:
-    """Time all of ``case``'s pending sizes together, interleaved (harness.bench.sweep)."""
+    """Time all of ``case``'s pending sizes together, interleaved (harness.bench.sweep); each
+    size is recorded (``ctx.record``) as soon as its timing is over."""
     sweeps = ctx.state.setdefault("sweeps", {})
     if case not in sweeps:
-        pending = [p for p in ctx.state["case_params"][case]
-                   if ctx.store is None or not ctx.store.is_done(make_key(SUITE, case, p))]
+        found = sweeps[case] = {}  # filled size by size: ``measure`` reads it when recording
+        pending = [p for p in ctx.state["case_params"][case] if ctx.store is None or not
+                   ctx.store.is_done(point_key(SUITE, case, p, role_of(case), ctx.impl))]
         slots = [Slot(p["n"], functools.partial(validate, ctx, case, p)) for p in pending]
+        points = ctx.state.get("points", {})
+
+        def done(slot: Slot, result) -> None:
+            found[slot.n] = (result, slot.metrics)
+            if ctx.record is not None and (case, slot.n) in points:
+                ctx.record(points[(case, slot.n)])
+
         with torch.inference_mode():
-            timings = run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"))
-        sweeps[case] = {s.n: (timings[s.n], s.metrics) for s in slots}
+            run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"),
+                      on_done=done)
     return sweeps[case]
 
 
@@ -194,8 +216,8 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
                          max_run_s=prof.max_run_s)
     nxt = [n for n in prof.sizes if n > p["n"]]
     if nxt and timing.median_s * (nxt[0] / p["n"]) ** 2 > prof.max_call_s:
-        slow[case] = (f"predicted {timing.median_s * (nxt[0] / p['n']) ** 2:.2f} s per call at "
-                      f"n={nxt[0]} (n^2 from {timing.median_s:.3f} s at n={p['n']}), over the "
+        slow[case] = (f"{SIZE_CAP_REASON}: predicted {timing.median_s * (nxt[0] / p['n']) ** 2:.2f} s "
+                      f"per call at n={nxt[0]} (n^2 from {timing.median_s:.3f} s at n={p['n']}), over the "
                       f"profile's per-call budget of {prof.max_call_s:g} s; larger sizes not measured")
     return _metrics(ctx, case, p, timing, extra)
 
@@ -204,6 +226,7 @@ def points(ctx: Context) -> list[Point]:
     prof = ctx.profile.scaling
     out = []
     case_params = ctx.state.setdefault("case_params", {})
+    by_size = ctx.state.setdefault("points", {})
     ctx.state.pop("sweeps", None)
     for case in CASES:
         if not ctx.wants(case):
@@ -211,7 +234,8 @@ def points(ctx: Context) -> list[Point]:
         case_params[case] = [params_for(case, n, prof, ctx.device) for n in prof.sizes]
         for p in case_params[case]:
             out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
-                             measured=functools.partial(_swept, ctx, case)))
+                             measured=functools.partial(_swept, ctx, case), role=role_of(case)))
+            by_size[(case, p["n"])] = out[-1]
     return out
 
 

@@ -1,12 +1,16 @@
-"""The run folder's ``results.jsonl``: one row per point, appended and flushed at once.
+"""The run folder's writer: ``results.jsonl``, one row per point, appended and fsynced at once.
 
-Row fields, in the order of notes/RESULTS_SCHEMA.md: key, run_id, suite, case, impl,
-device, params, status, reason, metrics, telemetry, time_utc.
+Row fields, keys, statuses and roles: ``harness.runfolder`` (notes/RESULTS_SCHEMA.md).
 
-``key = "<suite>|<case>|<params as sorted compact JSON>"`` identifies a point across
-runs. ``--resume`` keeps the rows whose status is "ok" and measures the rest again:
-on opening, the file is rewritten (atomically, via a temporary file) without the
-non-ok rows, so every key appears once.
+Opening a store takes the folder's lock (``.bench.lock``), held until ``close()`` or the process
+ends: a second run on the same folder is refused (``FolderBusy``, naming the holder's pid). A
+folder that already holds results is refused too (``FolderExists``) unless
+
+- ``resume``: the rows whose status is "ok" are kept and only the rest is measured again; on
+  opening, the file is rewritten (atomically, via a temporary file) without the non-ok rows, so
+  every key appears once;
+- ``overwrite``: results.jsonl and the derived files (fits, gradient tables, fine-tune seed log)
+  are removed first.
 """
 from __future__ import annotations
 
@@ -14,16 +18,19 @@ import datetime as _dt
 import json
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("ok", "oom", "error", "nan", "skipped")
-FIELDS = ("key", "run_id", "suite", "case", "impl", "device", "params", "status", "reason",
-          "metrics", "telemetry", "time_utc")
+from harness.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderBusy, FolderLock,  # noqa: F401
+                               RunFolderError, append_jsonl, make_key, point_key, read_jsonl)
+
+#: the JSON-lines reader, by the name the bench code has used (harness.runfolder.read_jsonl)
+read_rows = read_jsonl
 
 
-def make_key(suite: str, case: str, params: dict) -> str:
-    return f"{suite}|{case}|{json.dumps(params, sort_keys=True, separators=(',', ':'), default=str)}"
+class FolderExists(RunFolderError):
+    """The folder already holds results and neither resume nor overwrite was asked for."""
 
 
 def now_utc() -> str:
@@ -45,69 +52,77 @@ def _clean(value: Any) -> Any:
 
 def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params: dict,
              status: str = "ok", reason: str | None = None, metrics: dict | None = None,
-             telemetry: dict | None = None) -> dict:
+             telemetry: dict | None = None, role: str = "comparison") -> dict:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     params = _clean(params)
-    return {"key": make_key(suite, case, params), "run_id": run_id, "suite": suite, "case": case,
-            "impl": impl, "device": device, "params": params, "status": status,
-            "reason": reason if status != "ok" else None, "metrics": _clean(metrics or {}),
-            "telemetry": _clean(telemetry), "time_utc": now_utc()}
-
-
-def read_rows(path: Path) -> list[dict]:
-    """All parseable rows (a line cut short by a crash is ignored)."""
-    rows = []
-    if not Path(path).exists():
-        return rows
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    return {"key": point_key(suite, case, params, role, impl), "run_id": run_id, "suite": suite,
+            "case": case, "role": role, "impl": impl, "device": device, "params": params,
+            "status": status, "reason": reason if status != "ok" else None,
+            "metrics": _clean(metrics or {}), "telemetry": _clean(telemetry), "time_utc": now_utc()}
 
 
 class ResultStore:
-    """Append-only writer for ``<run_dir>/results.jsonl`` with resume by key."""
+    """Append-only writer for ``<run_dir>/results.jsonl`` with resume by key (module doc)."""
 
-    def __init__(self, run_dir: str | os.PathLike, resume: bool = False):
+    def __init__(self, run_dir: str | os.PathLike, resume: bool = False, overwrite: bool = False):
+        if resume and overwrite:
+            raise ValueError("resume and overwrite exclude each other")
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / "results.jsonl"
+        self.lock = FolderLock(self.dir, sys.argv)
+        self.path = self.dir / RESULTS
         self.run_id = self.dir.resolve().name
         self.resume = resume
         self.done: dict[str, dict] = {}
+        try:
+            self._open(resume, overwrite)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, resume: bool, overwrite: bool) -> None:
+        existing = read_jsonl(self.path)
         if resume:
-            kept = [r for r in read_rows(self.path) if r.get("status") == "ok"]
-            self.done = {r["key"]: r for r in kept}
+            self.done = {r["key"]: r for r in existing if isinstance(r, dict) and r.get("status") == "ok"}
             tmp = self.path.with_suffix(".jsonl.tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
                 for row in self.done.values():
                     fh.write(json.dumps(row, separators=(",", ":")) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
             os.replace(tmp, self.path)
-        else:
-            self.path.write_text("")
+            return
+        if existing and not overwrite:
+            raise FolderExists(
+                f"{self.dir} already holds {len(existing)} result row(s) of an earlier run. Give --resume "
+                f"to keep its ok points and measure only the rest, --overwrite to discard them, or "
+                f"another --out.")
+        for name in DERIVED:
+            (self.dir / name).unlink(missing_ok=True)
+        self.path.write_text("")
+
+    def close(self) -> None:
+        """Release the folder's lock (the rows are on disk already)."""
+        self.lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def is_done(self, key: str) -> bool:
         return key in self.done
 
     def append(self, row: dict) -> dict:
-        line = json.dumps(row, separators=(",", ":"), allow_nan=False)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_jsonl(self.path, row, allow_nan=False)
         if row["status"] == "ok":
             self.done[row["key"]] = row
         return row
 
     def rows(self) -> list[dict]:
-        return read_rows(self.path)
+        return read_jsonl(self.path)
 
     def write_json(self, name: str, obj: Any) -> Path:
         path = self.dir / name

@@ -22,9 +22,11 @@ With a ``deadline`` (the run's time budget, ``harness bench --time-budget-s``), 
 validated after it (skipped, the reason starts with "time budget") and the rounds stop
 once every live size has a sample.
 
-The runner still writes one row per size, but a case's rows are written when its sweep
-ends (the first point of a case runs the whole sweep): a crash loses the case in flight,
-and ``--resume`` then re-sweeps only that case's missing sizes.
+Each size is handed to ``on_done`` the moment it is settled -- at once when its validation
+fails or it is skipped, else when its last sample is taken -- and the scaling suite writes its
+row there and then. A kill during the rounds loses the sizes of this one case still sampling
+(they are measured together: that is what interleaving means), never a finished size or
+another case; ``--resume`` then re-sweeps only the missing sizes.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from harness.bench.timer import Timing, calibrate, summarize
+from harness.runfolder import SIZE_CAP_REASON
 
 
 @dataclass
@@ -67,12 +70,27 @@ def wants_more(slot: Slot, min_blocks: int, min_run_s: float, max_run_s: float) 
 
 def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseException],
               note: Callable[[str], None] = lambda text: None, deadline: float | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> dict[int, Timing | BaseException]:
-    """Validate, calibrate and time ``slots`` (ascending n); returns n -> Timing or exception."""
+              clock: Callable[[], float] = time.perf_counter,
+              on_done: Callable[[Slot, Timing | BaseException], None] = lambda slot, result: None,
+              ) -> dict[int, Timing | BaseException]:
+    """Validate, calibrate and time ``slots`` (ascending n); returns n -> Timing or exception,
+    and hands each slot to ``on_done`` as soon as its result is final (module doc)."""
     from harness.bench.runner import BUDGET_REASON, release
+
+    out: dict[int, Timing | BaseException] = {}
 
     def late() -> bool:
         return deadline is not None and clock() > deadline
+
+    def finish(slot: Slot) -> None:
+        if slot.error is not None:
+            out[slot.n] = slot.error
+        else:
+            t = summarize(slot.samples, slot.number, "cpu_blocked_interleaved")
+            t.samples = None
+            out[slot.n] = t
+        slot.call = None  # free the inputs
+        on_done(slot, out[slot.n])
 
     live: list[Slot] = []
     stop: str | None = None
@@ -81,6 +99,7 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
             stop = f"{BUDGET_REASON}: the run's time budget was spent before this size could start"
         if stop is not None:
             slot.error = skip_reason(stop)
+            finish(slot)
             continue
         note(f"n={slot.n} validate")
         try:
@@ -92,16 +111,20 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
         except BaseException as exc:  # noqa: BLE001 - recorded by the runner for this point
             release(exc)  # kept until the runner asks: without the failed call's tensors
             slot.error, slot.call = exc, None
+            finish(slot)
             continue
         live.append(slot)
         nxt = slots[i + 1].n if i + 1 < len(slots) else None
         if nxt is not None and per_call * (nxt / slot.n) ** 2 > prof.max_call_s:
-            stop = (f"predicted {per_call * (nxt / slot.n) ** 2:.2f} s per call at n={nxt} (n^2 from "
-                    f"{per_call:.2f} s at n={slot.n}), over the profile's per-call budget of "
+            stop = (f"{SIZE_CAP_REASON}: predicted {per_call * (nxt / slot.n) ** 2:.2f} s per call at "
+                    f"n={nxt} (n^2 from {per_call:.2f} s at n={slot.n}), over the profile's per-call budget of "
                     f"{prof.max_call_s:g} s; this and larger sizes not measured")
     rnd = 0
     while True:
         todo = [s for s in live if wants_more(s, prof.min_blocks, prof.min_run_s, prof.max_run_s)]
+        for slot in [s for s in live if s not in todo]:  # settled: recorded now
+            live.remove(slot)
+            finish(slot)
         if not todo or (late() and all(s.samples for s in live)):
             break
         note(f"round {rnd + 1}: {len(todo)} sizes")
@@ -110,13 +133,6 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
             slot.spent += elapsed
             slot.samples.append(elapsed / slot.number)
         rnd += 1
-    out: dict[int, Timing | BaseException] = {}
-    for slot in slots:
-        if slot.error is not None:
-            out[slot.n] = slot.error
-        else:
-            t = summarize(slot.samples, slot.number, "cpu_blocked_interleaved")
-            t.samples = None
-            out[slot.n] = t
-        slot.call = None  # free the inputs
-    return out
+    for slot in live:  # the time budget ran out: each has at least one sample
+        finish(slot)
+    return {slot.n: out[slot.n] for slot in slots}

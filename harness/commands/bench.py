@@ -1,13 +1,17 @@
 """``bench``: benchmark a target on the reference model set; writes a run folder.
 
     python -m harness bench --impl TARGET --suite scaling,receptive_field,kv_cache \\
-        --out runs/today [--profile cpu|gpu|tiny] [--resume]
+        --out runs/today [--profile cpu|gpu|tiny] [--resume | --overwrite]
 
 The run folder (notes/RESULTS_SCHEMA.md): env.json (written first), results.jsonl
-(one row per point, flushed as measured), fits.json and receptive_field_grad.csv at
-the end. A point that fails (exception, NaN output, out of memory) is recorded with
-its status and reason and the run goes on. Exit status 0 when the run completed;
-with ``--strict``, 1 when an acceptance check failed.
+(one row per point, appended and fsynced as each is measured), fits.json and
+receptive_field_grad.csv at the end. A point that fails (exception, NaN output, out of
+memory) is recorded with its status and reason and the run goes on. The folder is locked
+while the run writes (a second run on it is refused, naming the first one's pid), and a
+folder that holds results already is refused unless ``--resume`` (keep its ok points) or
+``--overwrite`` (discard them). A target that does not load is refused before anything is
+written: no point is recorded for it. Exit status 0 when the run completed; 2 when it
+could not start (the message says why); with ``--strict``, 1 when an acceptance check failed.
 
 Time budget (``--time-budget-s``, default the profile's: 225 s for gpu, none otherwise;
 the default does not apply to finetune): no point starts after the budget is spent; the
@@ -46,8 +50,12 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", default=None, metavar="LIST",
                    help="one worker per listed device, e.g. cuda:0,cuda:1 (suites round-robin; "
                         "each worker writes OUT/worker<i>_<device>)")
-    p.add_argument("--resume", action="store_true",
-                   help="keep the points already measured ok in DIR/results.jsonl, measure the rest")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="keep the points already measured ok in DIR/results.jsonl, measure the rest")
+    again.add_argument("--overwrite", action="store_true",
+                       help="discard the results already in DIR (without it, or --resume, a folder "
+                            "that holds results is refused)")
     p.add_argument("--cases", default=None,
                    help="comma-separated case names to run (default: all of each suite)")
     p.add_argument("--sizes", default=None, help="override the scaling sizes, e.g. 512,1024,2048")
@@ -92,7 +100,8 @@ def _fan_out(args, suites, torch) -> int:
                         ("--threads", args.threads), ("--time-budget-s", args.time_budget_s)):
         if value is not None:
             argv += [flag, str(value)]
-    for flag, on in (("--resume", args.resume), ("--no-keep-memory", args.no_keep_memory),
+    for flag, on in (("--resume", args.resume), ("--overwrite", args.overwrite),
+                     ("--no-keep-memory", args.no_keep_memory),
                      ("--strict", args.strict), ("--no-progress", args.no_progress)):
         if on:
             argv.append(flag)
@@ -113,6 +122,11 @@ def _cuda_problem(device: str, torch) -> str | None:
     if dev.index is not None and dev.index >= count:
         return f"no such device: {count} CUDA device(s) visible (cuda:0..cuda:{count - 1})"
     return None
+
+
+def ctx_cases(args) -> tuple[str, ...]:
+    """The ``--cases`` names (empty: every case of each suite)."""
+    return tuple(c.strip() for c in (args.cases or "").split(",") if c.strip())
 
 
 def time_budget(args, profile) -> float | None:
@@ -170,20 +184,38 @@ def main(args) -> int:
 
 
 def _run(args, suites, device, profile, allocator, started) -> int:
-    import importlib
-
     from harness import conventions
-    from harness.bench import Context, env, receptive_field
-    from harness.bench.runner import Runner
-    from harness.bench.scaling import fits as scaling_fits
     from harness.bench.store import ResultStore
     from harness.loader import load_target
+    from harness.runfolder import RunFolderError
 
     target = load_target(args.impl, conventions.parse_cli(args.convention), device)
     if target.load_error:
-        print(f"warning: target {args.impl!r} does not load; its cases will be recorded as errors:\n"
-              f"{target.load_error}", file=sys.stderr)
-    store = ResultStore(args.out, resume=args.resume)
+        cause = " ".join(target.load_error.split())
+        print(f"harness bench: error: the target {args.impl!r} does not load ({cause}), so nothing was "
+              f"measured and no point was recorded in {args.out}: a benchmark of a target that did not "
+              f"run would only label other code's numbers with its name. Fix the target (its import "
+              f"must succeed: python -c 'import ...' or the file's own error above) and run again.",
+              file=sys.stderr)
+        return 2
+    try:
+        store = ResultStore(args.out, resume=args.resume, overwrite=getattr(args, "overwrite", False))
+    except RunFolderError as exc:
+        print(f"harness bench: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _measure(args, suites, device, profile, allocator, started, target, store)
+    finally:
+        store.close()
+
+
+def _measure(args, suites, device, profile, allocator, started, target, store) -> int:
+    import importlib
+
+    from harness.bench import Context, env, receptive_field
+    from harness.bench.runner import Runner
+    from harness.bench.scaling import fits as scaling_fits
+
     budget = time_budget(args, profile)
     deadline = started + budget if budget is not None else None
     suites = order_for_budget(suites, budget)
@@ -193,15 +225,15 @@ def _run(args, suites, device, profile, allocator, started) -> int:
     peak = env.measure_peak_tflops(device, size=profile.peak_size)
     env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
                                      extra={"profile": profile.name, "impl": args.impl,
-                                            "suites": suites, "cpu_allocator": allocator,
+                                            "suites": suites, "cases": list(ctx_cases(args)) or None,
+                                            "cpu_allocator": allocator,
                                             "time_budget_s": budget}))
     ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
-                  peak_tflops=peak,
-                  cases=tuple(c.strip() for c in args.cases.split(",")) if args.cases else None,
-                  threads=args.threads)
+                  peak_tflops=peak, cases=ctx_cases(args) or None, threads=args.threads)
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
     runner = Runner(store, args.impl, device, progress=not args.no_progress, deadline=deadline,
                     budget_s=budget)
+    ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []
     for name in suites:
         module = importlib.import_module(SUITE_MODULES[name])

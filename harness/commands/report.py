@@ -1,11 +1,15 @@
 """``report``: tables, plots, an HTML page and a baseline comparison from run folders.
 
     python -m harness report RUN_DIR [RUN_DIR|BENCH.json ...] [--baseline reports/baselines/NAME]
+                             [--cases target|all] [--allow-missing]
                              [--out DIR] [--html] [--formats csv,parquet,md] [--no-plots]
 
 Inputs are run folders (notes/RESULTS_SCHEMA.md) or pytest-benchmark ``--benchmark-json`` files; several
-merge into one report (``run_id``/``machine`` columns). Exit status: 0 no regression, 1 regression
-against the baseline, 2 usage or input error (the message names the problem).
+merge into one report (``run_id``/``machine`` columns). The baseline gate (reports/compare.py) passes
+only on what it compared. Exit status: 0 no regression; 1 a regression in the gate's scope (a worse
+metric, a metric with no value now, a point that failed, a missing point); 2 usage or input error:
+an unreadable or empty baseline, a row that breaks the schema (an unknown status...), or nothing in
+scope to compare (the message names the problem).
 """
 from __future__ import annotations
 
@@ -24,6 +28,13 @@ def add_parser(sub) -> None:
                    help="run folder (results.jsonl, env.json, ...) or pytest-benchmark JSON file")
     p.add_argument("--baseline", default=None, metavar="DIR",
                    help="baseline run folder, e.g. reports/baselines/NAME (a bare NAME is looked up there)")
+    p.add_argument("--cases", default=None, choices=["target", "all"],
+                   help="what the baseline gate judges: target (default) = the rows of the target's own "
+                        "code, the built-in reference's too (the harness's comparison kernels and the "
+                        "machine drift are shown, not gated); all = every row")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="a baseline point the run lacks (or skipped) is not a regression (default: it is; "
+                        "a killed run lacks points)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: RUN_DIR/report of the first run)")
     p.add_argument("--html", action="store_true", help="also write one self-contained report.html")
@@ -58,8 +69,9 @@ def main(args) -> int:
 
 
 def _main(args) -> int:
+    from harness.runfolder import locked_by
     from reports import compare, tables
-    from reports.load import InputError, load_runs, tidy
+    from reports.load import InputError, load_runs, requested, tidy
 
     try:
         formats = tables.parse_formats(args.formats)
@@ -74,21 +86,35 @@ def _main(args) -> int:
             return _fail(str(exc))
     for w in caught:
         print(f"harness report: warning: {w.message}", file=sys.stderr)
+    for run in runs:
+        holder = locked_by(run.path) if run.kind == "run" else None
+        if holder:
+            print(f"harness report: warning: {run.path} is still being written ({holder}): its "
+                  f"points so far are reported", file=sys.stderr)
     df = tidy(runs)
     if df.empty:
         return _fail(f"no result rows in {', '.join(args.runs)}")
+    base_df = None
+    if baseline_runs is not None:
+        base_df = tidy(baseline_runs)
+        if base_df.empty:
+            return _fail(f"the baseline {resolve_baseline(args.baseline)} holds no result rows: a gate "
+                         f"against it would compare nothing")
     out = Path(args.out) if args.out else default_out(Path(args.runs[0]))
     summaries = tables.summary_tables(df)
     written = tables.write_tables(df, out, formats, summaries)
 
-    comparison, code, baseline_name = None, 0, None
-    if baseline_runs is not None:
+    comparison, code, baseline_name, result = None, 0, None, None
+    if base_df is not None:
         baseline_name = str(resolve_baseline(args.baseline))
-        comparison = compare.compare(df, tidy(baseline_runs))
-        regs = compare.regressions(comparison)
+        scope = args.cases or "target"
+        result = compare.gate(df, base_df, scope=scope, allow_missing=args.allow_missing,
+                              requested=requested(runs))
+        comparison = result.table
+        regs = result.regressions()
         written += tables.write_frame(comparison, out, "comparison", formats, "Baseline comparison")
         written += tables.write_frame(regs, out, "regressions", formats, "Regressions")
-        code = compare.exit_code(comparison)
+        code = result.code
 
     plots = []
     if not args.no_plots:
@@ -105,11 +131,17 @@ def _main(args) -> int:
     for suite, table in summaries.items():
         bad = table[table["status"] != "ok"]
         print(f"  {suite}: {len(table)} points" + (f", {len(bad)} not ok" if len(bad) else ""))
-    if comparison is not None:
+    if result is not None:
         counts = compare.counts(comparison)
         print(f"baseline {baseline_name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        print(f"gate: --cases {result.scope}{'' if args.cases else ' (default)'}"
+              f"{', --allow-missing' if args.allow_missing else ''}: {result.matched} point(s) in scope "
+              f"compared" + (f"; {counts[compare.UNGATED]} worse row(s) outside the gate (--cases all "
+                             f"gates them)" if counts.get(compare.UNGATED) else ""))
+        if code == 2:
+            return _fail(f"baseline {baseline_name}: {result.problem()}")
         if code:
-            regs = compare.regressions(comparison)
+            regs = result.regressions()
             print(f"REGRESSIONS ({len(regs)}):")
             cols = (["run_id"] if len(runs) > 1 else []) + ["key", "metric", "baseline", "current", "ratio",
                                                             "note"]

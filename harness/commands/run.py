@@ -7,8 +7,11 @@ is ``check --report OUT/conformance`` + ``bench --out OUT`` (scaling, receptive 
 fine-tune at the same profile: cpu = 2,000 examples x 3 seeds) + ``report OUT --html`` (which
 reads OUT and its sub-folder run OUT/finetune). ``--finetune-swaps`` adds the target's SDPA and
 LayerNorm swap-ins (three more trainings each); ``--no-finetune`` leaves the fine-tune out.
-Each stage runs in its own process. The exit status is non-zero when a property fails or, with ``--baseline``, a metric
-regresses; every stage still runs so the report shows everything.
+Each stage runs in its own process. The exit status is non-zero when a property fails or, with
+``--baseline``, the report's gate fails (``--gate-cases`` and ``--allow-missing`` are passed to it);
+every stage still runs so the report shows everything. An OUT that holds benchmark results
+already is refused (exit 2, before any stage) unless ``--overwrite`` (start again) or
+``--resume`` (the bench stages keep their ok points).
 """
 from __future__ import annotations
 
@@ -32,6 +35,15 @@ def add_parser(sub) -> None:
     p.add_argument("--finetune-swaps", action="store_true",
                    help="also fine-tune with the target's SDPA and LayerNorm swapped in")
     p.add_argument("--hypothesis-profile", default="ci", choices=["ci", "dev", "thorough"])
+    p.add_argument("--gate-cases", default=None, choices=["target", "all"],
+                   help="report --cases: what the baseline gate judges (default: the target's own cases)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="report --allow-missing: baseline points the job lacks are not regressions")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--overwrite", action="store_true",
+                       help="discard the benchmark results of an earlier job in OUT")
+    again.add_argument("--resume", action="store_true",
+                       help="keep an earlier job's ok benchmark points in OUT, measure the rest")
     p.set_defaults(func=main)
 
 
@@ -42,25 +54,42 @@ def stage(argv: list[str]) -> int:
     return subprocess.call([sys.executable, "-m", "harness", *argv])
 
 
+def earlier_results(out: str) -> list[Path]:
+    """The run folders of OUT (the bench's and the fine-tune's) that hold results."""
+    from harness.runfolder import RESULTS
+    return [f for f in (Path(out) / RESULTS, Path(out) / "finetune" / RESULTS)
+            if f.is_file() and f.read_text().strip()]
+
+
 def main(args) -> int:
     impls = args.impl or ["reference"]
     impl_args = [a for spec in impls for a in ("--impl", spec)]
+    found = earlier_results(args.out)
+    if found and not (args.overwrite or args.resume):
+        print(f"harness run: error: {args.out} holds an earlier job's results ({', '.join(map(str, found))}). "
+              f"Give --overwrite to discard them, --resume to keep their ok points, or another --out.",
+              file=sys.stderr)
+        return 2
+    again = ["--overwrite"] if args.overwrite else ["--resume"] if args.resume else []
+    gate = ([f"--cases={args.gate_cases}"] if args.gate_cases else []) + \
+        (["--allow-missing"] if args.allow_missing else [])
     status = {}
     stages = [
         ("conformance", ["check", *impl_args, "--report", f"{args.out}/conformance",
                          "--profile", args.hypothesis_profile]),
         ("benchmarks", ["bench", "--impl", impls[0], "--suite", args.suite, "--out", args.out,
-                        "--profile", args.profile]),
+                        "--profile", args.profile, *again]),
         ("finetune", ["bench", "--impl", impls[0], "--suite", "finetune", "--out", f"{args.out}/finetune",
                       "--profile", args.profile, "--cases",
-                      "majority_class,reference" + (",swap.sdpa,swap.layernorm" if args.finetune_swaps else "")]),
+                      "majority_class,reference" + (",swap.sdpa,swap.layernorm" if args.finetune_swaps else ""),
+                      *again]),
         ("report", ["report", args.out, "--out", f"{args.out}/report", "--html",
-                    *(["--baseline", args.baseline] if args.baseline else [])]),
+                    *(["--baseline", args.baseline, *gate] if args.baseline else [])]),
     ]
     if args.no_finetune:
         stages = [st for st in stages if st[0] != "finetune"]
         stale = Path(args.out) / "finetune"
-        if (stale / "results.jsonl").is_file():  # an earlier job's: the report would read it
+        if stale.is_dir() and not args.resume:  # an earlier job's: the report would read it
             shutil.rmtree(stale)
     for name, argv in stages:
         print(f"\n=== {name}: python -m harness {' '.join(argv)}", flush=True)
