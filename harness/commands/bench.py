@@ -30,6 +30,7 @@ SUITE_MODULES = {
     "kv_cache": "harness.bench.kv_cache",
     "timer_selfcheck": "harness.bench.timer_selfcheck",
     "finetune": "harness.bench.finetune",   # BERT fine-tuning (its own module and profiles)
+    "conformance_time": "harness.bench.conformance_time",
 }
 #: what ``--suite all`` runs (finetune needs its data and minutes of training: name it)
 ALL_SUITES = ["scaling", "receptive_field", "kv_cache", "timer_selfcheck"]
