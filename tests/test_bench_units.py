@@ -166,7 +166,8 @@ def test_cpu_peak_memory_is_the_live_peak_not_the_heap_touched():
         _, stats = memory.peak_memory_repeated(call, "cpu", repeats=3)
     finally:
         memory.keep_freed_memory(False)
-    assert all(80 * 2**20 <= p < 100 * 2**20 for p in peaks), [p / 2**20 for p in peaks]
+    # 80 MiB live at the peak (RSS deltas read a few pages either way); the heap-touched count was 144
+    assert all(76 * 2**20 <= p < 100 * 2**20 for p in peaks), [p / 2**20 for p in peaks]
     assert stats["peak_mem_repeats"] == 3 and stats["peak_mem_min_bytes"] <= stats["peak_mem_bytes"] \
         <= stats["peak_mem_max_bytes"] < 100 * 2**20
 
