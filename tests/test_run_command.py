@@ -26,6 +26,10 @@ def stages(monkeypatch):
 
     def fake(argv):
         calls.append((argv[0], argv))
+        if argv[0] == "check":  # as the real stage does: its report marks a conformance run that finished
+            report = Path(argv[argv.index("--report") + 1])
+            report.mkdir(parents=True, exist_ok=True)
+            (report / "conformance.json").write_text("{}")
         return codes.get(argv[0] if argv[0] != "bench" or "finetune" not in argv else "finetune", 0)
 
     monkeypatch.setattr(run_command, "stage", fake)
@@ -90,6 +94,14 @@ def test_any_failing_stage_fails_the_job_but_all_stages_run(stages, tmp_path, fa
     assert cli(["run", "--out", str(tmp_path / "job")]) == 1
     assert len(calls) == 4
     assert "exit 1" in capsys.readouterr().out.split("summary:")[1]
+
+
+def test_conformance_exit_0_without_its_report_fails_the_job(monkeypatch, tmp_path, capsys):
+    """A check stage that ends 0 without writing conformance.json (a target that os._exit(0)s in a
+    run with --isolation none) is counted as failed, not as "conformance ok"."""
+    monkeypatch.setattr(run_command, "stage", lambda argv: 0)
+    assert cli(["run", "--out", str(tmp_path / "job"), "--no-finetune"]) == 1
+    assert "wrote no conformance report" in capsys.readouterr().out
 
 
 def test_tiny_main_job_end_to_end(tmp_path):
