@@ -40,6 +40,16 @@ _LIVE: set["Worker"] = set()
 _context = None
 
 
+def preload(modules) -> bool:
+    """Also import ``modules`` in the forkserver that every worker forks from, so that no
+    worker, restarted ones included, imports them under a per-call limit (``harness bench``:
+    its suites import transformers). False when the forkserver has started already."""
+    if _context is not None:
+        return False
+    _PRELOAD.extend(m for m in modules if m not in _PRELOAD)
+    return True
+
+
 def _ctx():
     global _context
     if _context is None:
@@ -115,6 +125,11 @@ class Remote:
             w.garbage.append(self._ref.oid)
 
 
+def is_remote(obj: Any) -> bool:
+    """A handle to an object that lives in a worker process."""
+    return isinstance(obj, Remote)
+
+
 def is_module(obj: Any) -> bool:
     """An ``nn.Module``, here or in a worker."""
     return isinstance(obj, torch.nn.Module) or (isinstance(obj, Remote) and obj._ref.is_module)
@@ -137,6 +152,7 @@ class Worker:
         self.forwarded = self.withheld = 0
         self.output_path = None
         self.info = None
+        self.setup: tuple | None = None  # (fn, args): run after the import in every new worker
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self):
@@ -180,6 +196,19 @@ class Worker:
                             timeout=self.import_timeout, limit_name="--import-timeout")
         if info.load_error:
             raise guard.ImplementationError(f"restarting the worker of {self.spec!r}: {info.load_error}")
+        if self.setup is not None:
+            self._apply_setup()
+
+    def set_up(self, fn, *args):
+        """Run ``fn(*args)`` (harness code: process-wide settings) in the worker now, and again
+        in every worker started after a crash or a timeout; under the import limit."""
+        self.setup = (fn, args)
+        return self._apply_setup()
+
+    def _apply_setup(self):
+        fn, args = self.setup
+        return self.request(("apply", fn, args, {}, self._ctx()), f"{fn.__name__}(...) (worker set-up)",
+                            timeout=self.import_timeout, harness_code=True, limit_name="--import-timeout")
 
     def alive(self) -> bool:
         return self.process is not None and self.process.is_alive()
@@ -349,6 +378,12 @@ class Worker:
 def _renamed(remote: Remote, name: str) -> Remote:
     object.__setattr__(remote, "_name", name)
     return remote
+
+
+def named(obj: Any, name: str) -> Any:
+    """A handle called ``name`` in messages (and in the per-call limit's "not called again"
+    rule); anything that is not a handle is returned as it is."""
+    return _renamed(obj, name) if isinstance(obj, Remote) else obj
 
 
 def describe_exit(code: int | None) -> str:

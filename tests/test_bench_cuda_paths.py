@@ -264,12 +264,12 @@ def test_cuda_scaling_path_records_oom_and_stops_growing_a_slow_case(monkeypatch
         call = functools.partial(lambda n: None, p["n"])
         return call, {"peak_mem_bytes": p["n"] ** 2, "peak_mem_method": "cuda_max_allocated"}
 
-    def time_fn(call, device, **kw):
+    def timing_of(call, device, **kw):  # the PointCall's own timing (CUDA events where it lives)
         timed.append((device, kw))
         t = per_call[call.args[0]]
         return Timing(t, 0.0, t, 3, 1, "cuda_events_l2flush")
     monkeypatch.setattr(scaling, "validate", validate)
-    monkeypatch.setattr(scaling, "time_fn", time_fn)
+    monkeypatch.setattr(scaling, "timing_of", timing_of)
     ctx = Context(load_target("reference"), "reference", "cuda:0", prof, ResultStore(tmp_path / "r"),
                   peak_tflops={"bfloat16": 800.0}, cases=("torch.sdpa.flash",))
     rows = Runner(ctx.store, "reference", "cuda:0", progress=False, verbose=False).run(scaling.points(ctx))

@@ -114,14 +114,20 @@ def test_swapped_models_match_the_stock_model_before_training():
     _needs_all()
     from harness.bench import Context
     from harness.loader import load_target
-    import reference
-    ctx = Context(target=None, impl="reference", device="cpu", profile=None, store=None,
-                  state={"finetune_profile": ft.PROFILES["smoke"]})
     prof = ft.PROFILES["smoke"]
-    assert ft._logit_diff(ctx, prof, sdpa=reference.scaled_dot_product_attention) < 1e-4
-    assert ft._logit_diff(ctx, prof, layernorm_cls=reference.LayerNorm) < 1e-4
-    planted = load_target(str(PLANTED)).lookup("scaled_dot_product_attention")
-    assert ft._logit_diff(ctx, prof, sdpa=planted) > 1e-2
+
+    def ctx_of(target):
+        return Context(target=target, impl=target.spec, device="cpu", profile=None, store=None,
+                       state={"finetune_profile": prof})
+    ref = load_target("reference")  # in this process (--isolation none)
+    ctx = ctx_of(ref)
+    assert ft._logit_diff(ctx, prof, sdpa=ref.lookup("scaled_dot_product_attention")) < 1e-4
+    assert ft._logit_diff(ctx, prof, layernorm_cls=ref.lookup("LayerNorm")) < 1e-4
+    planted = load_target(str(PLANTED), isolation="process", timeout=600)  # the swapped model is built there
+    try:
+        assert ft._logit_diff(ctx_of(planted), prof, sdpa=planted.lookup("scaled_dot_product_attention")) > 1e-2
+    finally:
+        planted.close()
 
 
 def test_smoke_profile_end_to_end(tmp_path):
@@ -166,7 +172,7 @@ def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(
     from harness.bench.finetune_run import run
     trained, die_at = [], {1}
 
-    def fake(data, hyper, seed, device, **kw):
+    def fake(threads, data, hyper, seed, device, **kw):
         if seed in die_at:
             die_at.discard(seed)
             raise RuntimeError("killed by the stage's time limit")
@@ -175,7 +181,7 @@ def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(
                 "train_loss_last": 0.5, "test_loss": 0.6, "attn_implementation": "sdpa",
                 "layernorms_swapped": 0, "peak_mem_bytes": None, "peak_mem_method": "unavailable"}
 
-    monkeypatch.setattr(ft, "measured_train_eval", fake)
+    monkeypatch.setattr(ft, "train_seed", fake)
     out = tmp_path / "run"
     rows, _ = run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
     assert [r["status"] for r in rows] == ["error"] and trained == [0]
@@ -195,7 +201,7 @@ def test_gpu_profile_skips_on_cpu_unless_any_device(tmp_path, monkeypatch):
     ``--any-device`` runs its settings there anyway (how its accuracy was estimated without a GPU)."""
     _needs_all()
     from harness.bench.finetune_run import run
-    monkeypatch.setattr(ft, "measured_train_eval", lambda data, hyper, seed, device, **kw: {
+    monkeypatch.setattr(ft, "train_seed", lambda threads, data, hyper, seed, device, **kw: {
         "accuracy": 0.9, "train_time_s": 1.0, "eval_time_s": 0.1, "steps": 1, "train_loss_last": 0.5,
         "test_loss": 0.6, "attn_implementation": "sdpa", "layernorms_swapped": 0, "peak_mem_bytes": None,
         "peak_mem_method": "unavailable"})

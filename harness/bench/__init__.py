@@ -48,6 +48,15 @@ class Context:
     def wants(self, case: str) -> bool:
         return self.cases is None or case in self.cases
 
+    def on_target(self, fn: Callable, *args, **kwargs):
+        """``fn(*args, **kwargs)`` next to the target's code: in its worker process, under the
+        per-call limit, when it is isolated (``harness.bench.on_target``); here, unbounded, with
+        ``--isolation none`` (the debugging mode)."""
+        if getattr(self.target, "worker", None) is None:
+            return fn(*args, **kwargs)
+        from harness.runner import on_target
+        return on_target(self.target, fn, *args, **kwargs)
+
     def component(self, name: str):
         """The target's protocol name ``name``, or None when it lacks it (or fails to load)."""
         from harness.loader import BrokenTarget, Missing

@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from harness.bench import Check, Context
-from harness.bench.finetune_train import Hyper, measured_train_eval, prepare
+from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.runner import Point, Skip
 from harness.bench.store import append_jsonl, make_key, read_rows
 from reference import finetune_data as fd
@@ -160,7 +160,7 @@ def _seed_log(ctx: Context) -> dict:
 def _per_seed(ctx: Context, prof: FinetuneProfile, case: str, **swap) -> list[dict]:
     data = data_of(ctx, prof)
     runs, log = [], _seed_log(ctx)
-    threads, before = train_threads(ctx), torch.get_num_threads()
+    threads = train_threads(ctx)
     for s in prof.seeds:
         key = f"{make_key(SUITE, case, params_of(prof))}|{ctx.device}|seed={s}"
         if key in log:
@@ -168,12 +168,11 @@ def _per_seed(ctx: Context, prof: FinetuneProfile, case: str, **swap) -> list[di
             print(f"[finetune] {case} seed {s}: accuracy {log[key]['accuracy']:.4f} (kept from "
                   f"{SEEDS_FILE})", file=sys.stderr, flush=True)
             continue
-        if threads:
-            torch.set_num_threads(threads)
-        try:
-            r = measured_train_eval(data, prof.hyper, s, ctx.device, max_steps=prof.max_steps, **swap)
-        finally:
-            torch.set_num_threads(before)
+        if swap:  # the target's code: trained in its worker process, under the per-call limit
+            r = ctx.on_target(train_seed, threads, data, prof.hyper, s, ctx.device,
+                              max_steps=prof.max_steps, **swap)
+        else:
+            r = train_seed(threads, data, prof.hyper, s, ctx.device, max_steps=prof.max_steps)
         runs.append(dict(r, n_test=len(data.test_labels), threads=threads))
         if ctx.store is not None:
             append_jsonl(Path(ctx.store.dir) / SEEDS_FILE, {"key": key, "run": runs[-1]})
@@ -256,7 +255,6 @@ def measure_reference(ctx: Context) -> dict:
 
 def _logit_diff(ctx: Context, prof: FinetuneProfile, **swap) -> float:
     """Max |logits| difference of the swapped vs stock model (eval mode) on a padded test batch."""
-    from harness.bench.finetune_train import build_model
     from reference.finetune_data import batches
     data = data_of(ctx, prof)
     x, mask, _ = next(batches(data.test_ids, data.test_labels, 32, data.pad_id))
@@ -268,8 +266,8 @@ def _logit_diff(ctx: Context, prof: FinetuneProfile, **swap) -> float:
             if not kw and (prof, str(ctx.device)) in stock:
                 outs.append(stock[(prof, str(ctx.device))])
                 continue
-            model = build_model(ctx.device, 0, **kw)[0].eval()
-            outs.append(model(input_ids=x, attention_mask=mask).logits.float())
+            outs.append(ctx.on_target(eval_logits, ctx.device, x, mask, **kw) if kw
+                        else eval_logits(ctx.device, x, mask))
             if not kw:
                 stock[(prof, str(ctx.device))] = outs[-1]
     return (outs[0] - outs[1]).abs().max().item()

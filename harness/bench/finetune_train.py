@@ -201,3 +201,23 @@ def measured_train_eval(data: Data, hyper: Hyper, seed: int, device: str, **kw) 
     res, peak, method = peak_memory(lambda: train_eval(data, hyper, seed, device, **kw), device)
     res.update(peak_mem_bytes=peak, peak_mem_method=method)
     return res
+
+
+def train_seed(threads: int | None, data: Data, hyper: Hyper, seed: int, device: str, **kw) -> dict:
+    """``measured_train_eval`` on ``threads`` CPU threads (None: as they are). A swap of the
+    target's components runs it in the target's worker (``Context.on_target``): its autograd
+    and allocations are there."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        return measured_train_eval(data, hyper, seed, device, **kw)
+    finally:
+        torch.set_num_threads(before)
+
+
+def eval_logits(device: str, x: torch.Tensor, mask: torch.Tensor, **swap) -> torch.Tensor:
+    """Float logits of the freshly built (seed 0) model, with ``swap``, in eval mode."""
+    model = build_model(device, 0, **swap)[0].eval()
+    with torch.no_grad():
+        return model(input_ids=x, attention_mask=mask).logits.float()

@@ -5,7 +5,10 @@ query heads and num_key_value_heads = H (mha), H/2 and H/4 (gqa), 1 (mqa) runs a
 prompt of P tokens and then N greedy decode steps on a ``DynamicCache``; attention
 runs on the target's SDPA through ``AttentionInterface``, so every case is the target's
 (role "target"). A target without ``scaled_dot_product_attention`` gets its points skipped
-with that reason: torch's SDPA is never run under the target's label. Measured:
+with that reason: torch's SDPA is never run under the target's label. The model is built, and
+decodes, inside the target's worker process (``decode_run`` through ``Context.on_target``, under
+the per-call limit), so the decode steps are timed and the memory measured where its code runs.
+Measured:
 
   cache_bytes          sum over layers of keys.nbytes + values.nbytes after the run
   cache_formula_bytes  2 * layers * kv_heads * head_dim * seq * batch * bytes_per_element,
@@ -74,21 +77,34 @@ def cache_bytes(cache) -> tuple[int, int, int]:
     return total, sum(storages.values()), seq
 
 
-def _model(ctx: Context, case: str, p: dict):
-    from harness.adapters.hf_attention_interface import hf_available
-    why = hf_available()
-    if why:
-        raise Skip(why)
-    sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
+def _model(case: str, p: dict, device: str, sdpa):
     config = dict(vocab_size=p["vocab"], hidden_size=p["heads"] * p["head_dim"],
                   intermediate_size=p["intermediate"], num_hidden_layers=p["layers"],
                   num_attention_heads=p["heads"], head_dim=p["head_dim"],
                   max_position_embeddings=max(4096, p["prompt"] + p["new_tokens"]))
     common = dict(sdpa=sdpa, num_key_value_heads=p["kv_heads"], config=config,
-                  device=ctx.device, dtype=getattr(torch, p["dtype"]))
+                  device=device, dtype=getattr(torch, p["dtype"]))
     if case == "rolling_window":
         return registry.create("hf_mistral", window=p["window"], **common)
     return registry.create("hf_llama", **common)
+
+
+def decode_run(case: str, p: dict, device: str, sdpa, mem_repeats: int = 1,
+               mem_budget_s: float | None = None) -> dict:
+    """Build ``case``'s model on the target's ``sdpa`` and decode with peak memory measured:
+    runs in the target's worker (``Context.on_target``), so steps are timed and memory is
+    measured where the target's code runs. Returns plain data."""
+    model = _model(case, p, device, sdpa)
+    steps: list[float] = []  # every run's decode steps: one run is ~50 ms, one load burst
+
+    def run() -> dict:
+        out = generate(model, p, device)
+        steps.extend(out["steps"])
+        out.pop("cache")
+        return out
+    res, mem = peak_memory_repeated(run, device, mem_repeats, mem_budget_s)
+    return {**res, "steps": steps, "mem": mem, "model_bytes": sum(t.nbytes for t in model.parameters()),
+            "attn_implementation": model.config._attn_implementation}
 
 
 def generate(model, p: dict, device) -> dict:
@@ -134,15 +150,14 @@ def _mha_bytes(ctx: Context, p: dict) -> int | None:
 
 
 def measure(ctx: Context, case: str, p: dict) -> dict:
-    model = _model(ctx, case, p)
-    steps: list[float] = []  # every run's decode steps: one run is ~50 ms, one load burst
-
-    def run() -> dict:
-        out = generate(model, p, ctx.device)
-        steps.extend(out["steps"])
-        return out
-    res, mem = peak_memory_repeated(run, ctx.device, getattr(ctx.profile, "mem_repeats", 1),
-                                    getattr(ctx.profile, "mem_budget_s", None))
+    from harness.adapters.hf_attention_interface import hf_available
+    why = hf_available()
+    if why:
+        raise Skip(why)
+    sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
+    res = ctx.on_target(decode_run, case, p, ctx.device, sdpa, getattr(ctx.profile, "mem_repeats", 1),
+                        getattr(ctx.profile, "mem_budget_s", None))
+    steps, mem = res["steps"], res["mem"]
     itemsize = torch.empty(0, dtype=getattr(torch, p["dtype"])).element_size()
     total = p["prompt"] + p["new_tokens"]
     seq = min(total, p["window"] - 1) if case == "rolling_window" else total
@@ -155,8 +170,7 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
          "time_s": statistics.median(steps), "time_iqr_s": q3 - q1, "time_min_s": min(steps),
          "repeats": len(steps), "tokens_per_s": p["batch"] * len(steps) / sum(steps),
          **mem,
-         "model_bytes": sum(t.nbytes for t in model.parameters()),
-         "attn_implementation": model.config._attn_implementation}
+         "model_bytes": res["model_bytes"], "attn_implementation": res["attn_implementation"]}
     if case == "rolling_window":
         m["full_cache_formula_bytes"] = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], total,
                                                       p["batch"], itemsize)

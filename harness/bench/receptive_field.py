@@ -17,7 +17,10 @@ block on the target's sliding_window_attention; formula for its declared
 sliding_window=w, on the target's SDPA through AttentionInterface; HF's convention is w
 keys). target.sliding_window and hf_mistral run the target's code (role "target"): a target
 without the name they need gets them skipped with the reason, never run on torch's kernel
-under its label; the other two cases are the harness's comparison kernels.
+under its label; the other two cases are the harness's comparison kernels. The target's
+cases build their stack and take the gradient inside the target's worker process
+(``case_profile`` through ``Context.on_target``, under the per-call limit): autograd does not
+cross a process boundary.
 
 ``receptive_field_grad.csv`` (depth, distance, grad_norm) holds the heatmap of the
 target's kernel (target.sliding_window) when it ran, else of mistral_block;
@@ -54,9 +57,11 @@ def extent_of(case: str, ctx: Context) -> str:
     return "w"
 
 
-def _model(ctx: Context, case: str, p: dict):
+def _model(case: str, p: dict, device: str, component=None):
+    """The stack of ``case``; ``component`` is the target's sliding_window_attention (for
+    target.sliding_window) or scaled_dot_product_attention (hf_mistral)."""
     common = dict(depth=p["depth"], dim=p["dim"], heads=p["heads"], kv_heads=p["kv_heads"],
-                  window=p["window"], dtype=torch.float64, device=ctx.device)
+                  window=p["window"], dtype=torch.float64, device=device)
     if case == "mistral_block":
         return registry.create("mistral_block", **common)
     if case == "banded_window":
@@ -64,22 +69,23 @@ def _model(ctx: Context, case: str, p: dict):
         return registry.create("mistral_block", **common,
                                sliding_window=lambda q, k, v, w, scale=None: banded(q, k, v, scale=scale))
     if case == "target.sliding_window":
-        return registry.create("mistral_block", **common,
-                               sliding_window=ctx.require("sliding_window_attention"))
+        return registry.create("mistral_block", **common, sliding_window=component)
     if case == "hf_mistral":
-        from harness.adapters.hf_attention_interface import hf_available
-        why = hf_available()
-        if why:
-            raise Skip(why)
-        sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
         config = dict(vocab_size=16, hidden_size=p["dim"], intermediate_size=2 * p["dim"],
                       num_hidden_layers=p["depth"], num_attention_heads=p["heads"],
                       max_position_embeddings=max(256, p["n"]))
-        model = registry.create("hf_mistral", window=p["window"], sdpa=sdpa,
+        model = registry.create("hf_mistral", window=p["window"], sdpa=component,
                                 num_key_value_heads=p["kv_heads"], config=config,
-                                device=ctx.device, dtype=torch.float64)
+                                device=device, dtype=torch.float64)
         return lambda x: model.model(inputs_embeds=x).last_hidden_state
     raise ValueError(f"unknown receptive-field case {case!r}")
+
+
+def case_profile(case: str, p: dict, device: str, component=None) -> torch.Tensor:
+    """``grad_profile`` of ``case``'s stack: for the target's cases this runs in its worker
+    (``Context.on_target``), since the gradient flows through the target's code."""
+    with torch.enable_grad():
+        return grad_profile(_model(case, p, device, component), p["n"], p["dim"], device)
 
 
 def grad_profile(model, n: int, dim: int, device, seed: int = 0) -> torch.Tensor:
@@ -94,9 +100,17 @@ def grad_profile(model, n: int, dim: int, device, seed: int = 0) -> torch.Tensor
 
 
 def measure(ctx: Context, case: str, p: dict) -> dict:
-    model = _model(ctx, case, p)
-    with torch.enable_grad():
-        g = grad_profile(model, p["n"], p["dim"], ctx.device)
+    if case == "target.sliding_window":
+        g = ctx.on_target(case_profile, case, p, ctx.device, ctx.require("sliding_window_attention"))
+    elif case == "hf_mistral":
+        from harness.adapters.hf_attention_interface import hf_available
+        why = hf_available()
+        if why:
+            raise Skip(why)
+        sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
+        g = ctx.on_target(case_profile, case, p, ctx.device, sdpa)
+    else:
+        g = case_profile(case, p, ctx.device)
     n = p["n"]
     by_distance = [float(g[n - 1 - d]) for d in range(n)]  # distance 0 = the last token itself
     seen = [d for d, v in enumerate(by_distance) if v != 0.0]

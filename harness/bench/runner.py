@@ -95,6 +95,13 @@ def release(exc: BaseException) -> None:
 def describe_exception(exc: BaseException, limit: int = 400) -> str:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     text = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    from harness.guard import ImplementationError
+    if isinstance(exc, ImplementationError) and exc.__cause__ is not None:
+        exc = exc.__cause__  # the target's error: where the target raised it, not the harness
+        if getattr(exc, "where", ""):
+            return f"{text} (at {exc.where})"[:limit]
+    elif isinstance(exc, ImplementationError):  # the worker was lost: nothing of the target's to show
+        return text[:limit]
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         f = frames[-1]

@@ -18,7 +18,10 @@ env.json's measured matmul peak for the dtype. peak_mem_bytes: the median of up 
 profile's ``mem_repeats`` measured calls, with their min/max (harness.bench.memory).
 
 Roles: target.sdpa and target.sliding_window run the target's code (role "target", keyed by the
-target's identity); the other cases are the harness's comparison kernels.
+target's identity); the other cases are the harness's comparison kernels. A target case's
+inputs are made, and its calls validated and timed, inside the target's worker process, each
+request under the per-call limit (``harness.bench.on_target``); the comparison kernels run
+the same ``PointCall`` code in this process.
 
 Timing: on CPU all sizes of a case are timed together in interleaved rounds
 (``harness.bench.sweep``), so drift of a shared machine does not bend the fitted
@@ -38,11 +41,11 @@ import torch.nn.functional as F
 
 from harness.bench import Check, Context
 from harness.bench.fit import fits_from_rows
-from harness.bench.memory import peak_memory_repeated
+from harness.bench.on_target import PointCall, point_call, timing_of
 from harness.bench.runner import Point, Skip, check_finite, note
 from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
-from harness.bench.timer import time_fn
+from harness.isolation import named
 from harness.runfolder import SIZE_CAP_REASON
 from reference import registry
 from reference.banded import visible_keys
@@ -95,45 +98,43 @@ def _inputs(p: dict, device: str, seed: int = 0):
     return tuple(torch.randn(shape, generator=gen, device=device).to(dtype) for _ in range(3))
 
 
+def _sdpa_with_backend(backend, q, k, v, is_causal=False):
+    from torch.nn.attention import sdpa_kernel
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+
+
 def make_call(ctx: Context, case: str, p: dict):
-    """A zero-argument callable running ``case`` once on fresh seeded inputs."""
+    """A ``PointCall`` running ``case`` once on fresh seeded inputs. The target's cases are
+    built, validated and timed in its worker process (``harness.bench.on_target``)."""
     device = ctx.device
     on_cuda = torch.device(device).type == "cuda"
     causal = bool(p.get("causal"))
     if case == "target.sdpa":
         sdpa = ctx.require("scaled_dot_product_attention")
-        q, k, v = _inputs(p, device)
-        return lambda: sdpa(q, k, v, is_causal=causal)
+        return named(ctx.on_target(point_call, sdpa, _inputs, p, device, (), {"is_causal": causal}),
+                     "scaled_dot_product_attention")
     if case == "target.sliding_window":
         swa = ctx.require("sliding_window_attention")
-        q, k, v = _inputs(p, device)
-        return lambda: swa(q, k, v, p["window"])
+        return named(ctx.on_target(point_call, swa, _inputs, p, device, (p["window"],)),
+                     "sliding_window_attention")
     if case == "reference.naive":
-        naive = registry.create("naive_attention")
-        q, k, v = _inputs(p, device)
-        return lambda: naive(q, k, v, is_causal=causal)
+        return PointCall(registry.create("naive_attention"), _inputs(p, device), {"is_causal": causal})
     if case == "banded_window":
-        banded = registry.create("banded_window", window=p["window"])
-        q, k, v = _inputs(p, device)
-        return lambda: banded(q, k, v)
+        return PointCall(registry.create("banded_window", window=p["window"]), _inputs(p, device))
     if case == "lstm":
         model = registry.create("lstm", dim=p["dim"], device=device, dtype=getattr(torch, p["dtype"]))
-        (x,) = _inputs(p, device)
-        return lambda: model(x)[0]
+        return PointCall(lambda x: model(x)[0], _inputs(p, device))
     if case.startswith("torch.sdpa."):
         backend_name = case.rsplit(".", 1)[1]
         if backend_name in ("efficient", "cudnn") and not on_cuda:
             raise Skip(f"SDPA backend {backend_name} is CUDA-only (device {device})")
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention import SDPBackend
         backend = getattr(SDPBackend, BACKENDS[backend_name], None)
         if backend is None:
             raise Skip(f"this torch has no SDPBackend.{BACKENDS[backend_name]}")
-        q, k, v = _inputs(p, device)
-
-        def call():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return call
+        return PointCall(functools.partial(_sdpa_with_backend, backend), _inputs(p, device),
+                         {"is_causal": causal})
     raise ValueError(f"unknown scaling case {case!r}")
 
 
@@ -145,8 +146,8 @@ def validate(ctx: Context, case: str, p: dict):
     call = make_call(ctx, case, p)
     with torch.inference_mode():
         try:
-            out, mem = peak_memory_repeated(call, ctx.device, getattr(ctx.profile, "mem_repeats", 1),
-                                            getattr(ctx.profile, "mem_budget_s", None))
+            out, mem = call.validate(ctx.device, getattr(ctx.profile, "mem_repeats", 1),
+                                     getattr(ctx.profile, "mem_budget_s", None))
         except RuntimeError as exc:
             if "No available kernel" in str(exc):
                 raise Skip(f"torch SDPA backend cannot run these inputs: {str(exc).splitlines()[0][:200]}") from None
@@ -211,9 +212,8 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
     if case in slow:
         raise Skip(slow[case])
     call, extra = validate(ctx, case, p)
-    with torch.inference_mode():
-        timing = time_fn(call, ctx.device, rep_ms=prof.rep_ms, warmup_ms=prof.warmup_ms,
-                         max_run_s=prof.max_run_s)
+    timing = timing_of(call, ctx.device, rep_ms=prof.rep_ms, warmup_ms=prof.warmup_ms,
+                       max_run_s=prof.max_run_s)
     nxt = [n for n in prof.sizes if n > p["n"]]
     if nxt and timing.median_s * (nxt[0] / p["n"]) ** 2 > prof.max_call_s:
         slow[case] = (f"{SIZE_CAP_REASON}: predicted {timing.median_s * (nxt[0] / p['n']) ** 2:.2f} s "

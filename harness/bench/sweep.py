@@ -34,7 +34,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from harness.bench.on_target import PointCall
 from harness.bench.timer import Timing, calibrate, summarize
+from harness.isolation import is_remote
 from harness.runfolder import SIZE_CAP_REASON
 
 
@@ -51,6 +53,8 @@ class Slot:
     spent: float = 0.0
 
     def block(self, clock=time.perf_counter) -> float:
+        if isinstance(self.call, PointCall) or is_remote(self.call):  # timed where the call lives
+            return self.call.block(self.number)
         t0 = clock()
         for _ in range(self.number):
             self.call()
@@ -59,7 +63,10 @@ class Slot:
 
 def _calibrate(slot: Slot, min_block_s: float) -> float:
     """Set ``slot.number`` (``harness.bench.timer.calibrate``); returns the per-call seconds."""
-    slot.number, elapsed = calibrate(slot.call, min_block_s, recheck=True)
+    if isinstance(slot.call, PointCall) or is_remote(slot.call):
+        slot.number, elapsed = slot.call.calibrate(min_block_s, True)
+    else:
+        slot.number, elapsed = calibrate(slot.call, min_block_s, recheck=True)
     return elapsed / slot.number
 
 

@@ -32,6 +32,9 @@ SUITE_MODULES = {
     "finetune": "harness.bench.finetune",   # BERT fine-tuning (its own module and profiles)
     "conformance_time": "harness.bench.conformance_time",
 }
+#: seconds one request to the target's worker may take (``--impl-timeout``): the largest is a
+#: fine-tune seed, minutes on a loaded 2-core machine; a hung kernel is killed after it
+DEFAULT_CALL_LIMIT_S = 900.0
 #: what ``--suite all`` runs (finetune needs its data and minutes of training: name it)
 ALL_SUITES = ["scaling", "receptive_field", "kv_cache", "timer_selfcheck"]
 
@@ -67,6 +70,15 @@ def add_parser(sub) -> None:
                    help="CPU: leave glibc returning freed memory to the kernel (timings then "
                         "include page faults); see harness/bench/memory.py")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--isolation", default="process", choices=["process", "none"],
+                   help="process (default): the target runs, and its points are measured, in its own "
+                        "worker process; none: in this process (for pdb)")
+    p.add_argument("--impl-timeout", type=float, default=DEFAULT_CALL_LIMIT_S, metavar="SECONDS",
+                   help="wall-clock limit of each request to the target's worker: one validation, "
+                        "timed block, gradient profile, decode run or fine-tune seed (default "
+                        f"{DEFAULT_CALL_LIMIT_S:g}); past it the worker is killed and the point is an error")
+    p.add_argument("--import-timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="limit on importing the target in its worker (default 120)")
     p.add_argument("--time-budget-s", type=float, default=None, metavar="SECONDS",
                    help="start no new point after this many seconds of the run; the rest are "
                         "recorded as skipped (default: the profile's, gpu 225 s; 0: no budget)")
@@ -98,7 +110,9 @@ def _fan_out(args, suites, torch) -> int:
     # the caller's other options, passed on to every worker
     argv = ["--impl", args.impl]
     for flag, value in (("--profile", args.profile), ("--cases", args.cases), ("--sizes", args.sizes),
-                        ("--threads", args.threads), ("--time-budget-s", args.time_budget_s)):
+                        ("--threads", args.threads), ("--time-budget-s", args.time_budget_s),
+                        ("--isolation", args.isolation), ("--impl-timeout", args.impl_timeout),
+                        ("--import-timeout", args.import_timeout)):
         if value is not None:
             argv += [flag, str(value)]
     for flag, on in (("--resume", args.resume), ("--overwrite", args.overwrite),
@@ -190,8 +204,15 @@ def _run(args, suites, device, profile, allocator, started) -> int:
     from harness.loader import load_target
     from harness.runfolder import RunFolderError
 
-    target = load_target(args.impl, conventions.parse_cli(args.convention), device)
+    threads = args.threads or profile.threads
+    if args.isolation == "process":  # imported once in the forkserver, never under a call's limit
+        from harness import isolation
+        isolation.preload(["harness.bench.on_target"] + [SUITE_MODULES[s] for s in suites])
+    target = load_target(args.impl, conventions.parse_cli(args.convention), device,
+                         isolation=args.isolation, timeout=args.impl_timeout,
+                         import_timeout=args.import_timeout, threads=threads)
     if target.load_error:
+        target.close()
         cause = " ".join(target.load_error.split())
         print(f"harness bench: error: the target {args.impl!r} does not load ({cause}), so nothing was "
               f"measured and no point was recorded in {args.out}: a benchmark of a target that did not "
@@ -205,9 +226,13 @@ def _run(args, suites, device, profile, allocator, started) -> int:
         print(f"harness bench: error: {exc}", file=sys.stderr)
         return 2
     try:
+        if target.worker is not None:  # the worker measures the target's points: same settings
+            from harness.bench.on_target import prepare_process
+            target.worker.set_up(prepare_process, device, allocator != "default", suites)
         return _measure(args, suites, device, profile, allocator, started, target, store)
     finally:
         store.close()
+        target.close()
 
 
 def _measure(args, suites, device, profile, allocator, started, target, store) -> int:
@@ -227,7 +252,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
                                      extra={"profile": profile.name, "impl": args.impl,
                                             "suites": suites, "cases": list(ctx_cases(args)) or None,
-                                            "cpu_allocator": allocator,
+                                            "cpu_allocator": allocator, "isolation": args.isolation,
                                             "time_budget_s": budget}))
     ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
                   peak_tflops=peak, cases=ctx_cases(args) or None, threads=args.threads)
