@@ -94,6 +94,14 @@ class WindowConfig(AttnConfig):
     window: int = 1
 
 
+@register
+@dataclass(frozen=True)
+class DropoutConfig(AttnConfig):
+    """An attention config with ``dropout_p`` > 0 (the dropout suite's probe: L, S >= 16)."""
+
+    dropout_p: float = 0.5
+
+
 #: sizes worth drawing: 1, odd sizes, and sizes around 8/16 tile boundaries
 _SEQ = st.one_of(st.integers(1, 24), st.sampled_from([31, 33, 40]))
 _HEAD_DIM = st.one_of(st.integers(1, 12), st.sampled_from([16, 17, 31, 64]))
@@ -104,9 +112,12 @@ _BATCH = st.one_of(st.tuples(st.integers(1, 3)), st.tuples(st.integers(1, 2), st
 
 @st.composite
 def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=_DTYPE,
-                 distinct_lengths: bool = False) -> AttnConfig:
+                 distinct_lengths: bool = False, gqa: bool = False) -> AttnConfig:
+    """Small-regime attention configs (``harness.regimes`` adds the tile-boundary one). Hq = Hkv
+    unless ``gqa`` or ``min_group`` > 1: a property that is not about GQA does not draw it, so a
+    GQA bug fails the property that names it, not every property."""
     hkv = draw(st.integers(1, max_kv_heads))
-    group = draw(st.integers(min_group, max(min_group, 3)))
+    group = draw(st.integers(min_group, max(min_group, 3))) if (gqa or min_group > 1) else 1
     L = draw(_SEQ)
     S = draw(_SEQ.filter(lambda s: s != L) if distinct_lengths else _SEQ)
     E = draw(_HEAD_DIM)
@@ -124,3 +135,19 @@ def window_configs(draw, dtypes=_DTYPE) -> WindowConfig:
     h = draw(st.integers(1, 3))
     return WindowConfig(batch=draw(_BATCH), hq=h, hkv=h, L=L, S=S, E=E, Ev=draw(st.one_of(st.just(E), _HEAD_DIM)),
                         dtype=draw(dtypes), seed=draw(_SEED), window=window)
+
+
+@st.composite
+def dropout_configs(draw, dtypes=_DTYPE) -> DropoutConfig:
+    """Batch 2, 2-3 heads, L and S in 16..48 (>= 256 weights per head and batch item, the bound
+    in suites/test_attention_dropout.py), p in [0.2, 0.7]."""
+    h = draw(st.integers(2, 3))
+    return DropoutConfig(batch=(2,), hq=h, hkv=h, L=draw(st.integers(16, 48)), S=draw(st.integers(16, 48)),
+                         E=draw(st.integers(1, 16)), Ev=1, dtype=draw(dtypes), seed=draw(_SEED),
+                         dropout_p=draw(st.sampled_from([0.5, 0.2, 0.3, 0.7])))
+
+
+def autocast_dtypes():
+    """The half dtypes a target is called under ``torch.autocast`` with: bfloat16 on the CPU
+    (what CPU training uses), float16 and bfloat16 when CUDA is present."""
+    return st.sampled_from(["bfloat16", "float16"] if torch.cuda.is_available() else ["bfloat16"])

@@ -3,6 +3,7 @@
     HARNESS_CONVENTIONS = {"causal_alignment": "bottom_right"}  # named conventions it follows
     HARNESS_DTYPES = ("float16", "bfloat16")                    # dtypes it supports
     HARNESS_SIZES = {"E": range(16, 257, 8)}                    # config field -> allowed values
+    HARNESS_UNSUPPORTED = {"attn_mask", "dropout", "float64"}   # features it does not take
 
 A declaration that cannot mean anything (``HARNESS_DTYPES = 7``, a string where a tuple belongs,
 an empty range, an unknown convention value) is a ``DeclarationError``: the target does not load,
@@ -96,6 +97,35 @@ def sizes(module: ModuleType, fields: set[str] | None = None) -> dict[str, range
                                    f"configuration could be drawn")
         out[str(key)] = values
     return out
+
+
+#: what a target may declare it does not support (``HARNESS_UNSUPPORTED``): the properties and
+#: configurations that need one are reported ``unsupported (declared: ...)``, never as a bug
+FEATURES = {
+    "attn_mask": "an explicit attn_mask (boolean or float)",
+    "dropout": "dropout_p > 0",
+    "is_causal": "is_causal=True",
+    "enable_gqa": "GQA / MQA (fewer KV heads than query heads)",
+    "scale": "an explicit scale",
+    "autocast": "being called inside torch.autocast",
+    **{name: f"{name} inputs" for name in DTYPE_NAMES},
+}
+
+
+def unsupported(module: ModuleType) -> frozenset[str]:
+    declared = _get(module, "HARNESS_UNSUPPORTED")
+    if declared is None:
+        return frozenset()
+    example = "{'attn_mask', 'dropout'}"
+    if isinstance(declared, str) or not isinstance(declared, (tuple, list, set, frozenset)):
+        raise DeclarationError(f"HARNESS_UNSUPPORTED = {declared!r}: expected a set of feature names "
+                               f"such as {example}")
+    names = frozenset(str(d).replace("torch.", "") for d in declared)
+    unknown = sorted(names - set(FEATURES))
+    if unknown:
+        raise DeclarationError(f"HARNESS_UNSUPPORTED names unknown feature(s) {unknown}; known: "
+                               f"{', '.join(sorted(FEATURES))}")
+    return names
 
 
 def config_fields() -> set[str]:

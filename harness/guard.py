@@ -65,6 +65,23 @@ def _raise_timeout(signum, frame):  # noqa: ARG001
 _hung: dict[int, tuple[Callable, str]] = {}  # id -> (fn, kept alive so the id stays unique)
 
 
+#: protocol names whose output must be new memory, never a view of an input: an attention output
+#: that aliases its query is overwritten by (or overwrites) the caller's next in-place op on either
+NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention"})
+
+
+def aliased_argument(result: Any, args: tuple, kwargs: dict) -> str | None:
+    """The argument whose memory the tensor ``result`` shares, or None."""
+    if not isinstance(result, torch.Tensor) or result.numel() == 0 or result.device.type == "meta":
+        return None
+    ptr = result.untyped_storage().data_ptr()
+    for key, a in [*enumerate(args), *kwargs.items()]:
+        if isinstance(a, torch.Tensor) and a.numel() and a.device == result.device \
+                and a.untyped_storage().data_ptr() == ptr:
+            return f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
+    return None
+
+
 def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn(*args, **kwargs)`` under the guard; see the module docstring. A handle into a
     target's worker (``harness.isolation.Remote``) is called there, under the same rules."""
@@ -113,6 +130,10 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
         if now.shape != snap.shape or not torch.equal(now.detach(), snap):
             label = f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
             raise ImplementationError(f"{name}({shown}) modified its input in place ({label})")
+    alias = aliased_argument(result, args, kwargs) if name in NO_ALIAS else None
+    if alias:
+        raise ImplementationError(f"{name}({shown}) returned a tensor that shares the memory of its {alias}: "
+                                  f"the output must be new memory")
     return result
 
 

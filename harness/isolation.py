@@ -267,7 +267,8 @@ class Worker:
                 f"{name}: this object was lost when the worker of {self.spec!r} restarted after an "
                 f"earlier crash or timeout")
         try:
-            return self.request(("call", remote._ref, args, kwargs, self._ctx()), f"{name}({shown})")
+            ctx = dict(self._ctx(), no_alias=name in guard.NO_ALIAS)
+            return self.request(("call", remote._ref, args, kwargs, ctx), f"{name}({shown})")
         except WorkerLost as exc:
             if "per-call limit" in str(exc):
                 self.hung[name] = shown
@@ -343,6 +344,9 @@ class Worker:
             return kind, reply[1]
         if kind == "mutated":
             raise guard.ImplementationError(f"{what} modified its input in place ({reply[1]})")
+        if kind == "aliased":
+            raise guard.ImplementationError(f"{what} returned a tensor that shares the memory of its "
+                                            f"{reply[1]}: the output must be new memory")
         _, type_name, message, where, _, is_assertion = reply
         if is_assertion and harness_code:  # the verdict of harness code run next to the target
             raise AssertionError(message)

@@ -36,6 +36,8 @@ class TargetInfo:
     dtypes: tuple[str, ...] | None = None
     sizes: dict[str, Any] | None = None
     conventions: dict[str, str] = field(default_factory=dict)
+    #: features it declares it does not support (``HARNESS_UNSUPPORTED``)
+    unsupported: frozenset = frozenset()
     #: why it does not load (import error, broken declaration, hang, crash); None when it does
     load_error: str | None = None
 
@@ -110,6 +112,8 @@ class Target:
         dtype = getattr(cfg, "dtype", None)
         if dtype is not None and self.dtypes is not None and dtype not in self.dtypes:
             return False
+        if dtype in self.info.unsupported:
+            return False
         for name, allowed in (self.sizes or {}).items():
             value = getattr(cfg, name, None)
             if isinstance(value, int) and value not in allowed:
@@ -172,6 +176,7 @@ def describe_module(spec: str, module: ModuleType) -> TargetInfo:
         info.dtypes = declarations.dtypes(module)
         info.sizes = declarations.sizes(module, declarations.config_fields())
         info.conventions = declarations.conventions(module)
+        info.unsupported = declarations.unsupported(module)
     except declarations.DeclarationError as exc:
         info.load_error = f"broken declaration: {exc}"
     return info

@@ -94,6 +94,8 @@ def is_harness_session(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "uses(*features): HARNESS_UNSUPPORTED features a test cannot "
+                                       "do without; reported unsupported when the target declares one")
     config.addinivalue_line("markers", "needs(name): the protocol name a test calls; "
                                        "skipped when the target lacks it")
     config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
@@ -164,6 +166,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                 lines.append("  declared sizes: " + ", ".join(f"{k} in {v!r}" for k, v in t.sizes.items()))
             if t.conventions:
                 lines.append(f"  declared conventions: {t.conventions}")
+            if t.info.unsupported:
+                lines.append(f"  declared unsupported: {', '.join(sorted(t.info.unsupported))}")
     return lines
 
 
@@ -211,6 +215,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         target.worker.output_report()  # a fresh output budget per test
     if target.load_error is not None:
         pytest.skip(not_loaded_reason(target))
+    for mark in item.iter_markers("uses"):  # features a property cannot be checked without
+        try:
+            runner.require_features(target, *mark.args)
+        except runner.Unsupported as exc:
+            pytest.skip(f"{runner.UNSUPPORTED} ({exc})")
     for mark in item.iter_markers("needs"):
         for name in mark.args:
             try:

@@ -19,6 +19,7 @@ import shlex
 import sys
 from typing import Any, Callable
 
+import pytest
 import torch
 from hypothesis import assume
 
@@ -30,6 +31,33 @@ from harness.loader import Missing, Target
 
 class PropertyFailure(AssertionError):
     """A property does not hold for a target; the message says which and how."""
+
+
+class Unsupported(Exception):
+    """A check needs a feature the target declares it does not support (``HARNESS_UNSUPPORTED``)."""
+
+
+#: the start of every skip reason for a feature the target does not support (the table's cell)
+UNSUPPORTED = "unsupported"
+
+
+def require_features(target: Target, *features: str) -> None:
+    """Raise ``Unsupported`` when the target declares one of ``features`` unsupported; a check
+    calls it before it uses the feature (``run`` reports the property ``unsupported (...)``)."""
+    from harness.declarations import FEATURES
+    for f in features:
+        if f in target.info.unsupported:
+            raise Unsupported(f"declared: {FEATURES[f]} is in HARNESS_UNSUPPORTED")
+
+
+def not_implemented(exc: BaseException) -> str | None:
+    """The message when ``exc`` is the target's NotImplementedError (here or in its worker)."""
+    cause = exc.__cause__
+    if isinstance(cause, NotImplementedError):
+        return str(cause) or "NotImplementedError"
+    if getattr(cause, "type_name", None) == "NotImplementedError":
+        return cause.message or "NotImplementedError"
+    return None
 
 
 #: labels recorded by the check running now (read by the pytest plugin)
@@ -114,7 +142,13 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         return check(target, cfg)
     except Missing:
         raise
+    except Unsupported as exc:
+        pytest.skip(f"{UNSUPPORTED} ({exc})")
     except (AssertionError, ConventionMismatch) as exc:
+        why = not_implemented(exc) if isinstance(exc, guard.ImplementationError) else None
+        if why is not None:  # not a bug, not a pass: the property is reported unsupported
+            pytest.skip(f"{UNSUPPORTED} (undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
+                        f"config {cfg}; declare it in HARNESS_UNSUPPORTED or HARNESS_SIZES)")
         kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
             "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")
         message = (f"[{property_name(check)}] {kind} for target {target.spec!r}\n"

@@ -70,3 +70,10 @@ def attribute_tensor(obj: Any, *path: str) -> torch.Tensor | None:
     for attr in path:
         obj = getattr(obj, attr, None)
     return obj.detach() if isinstance(obj, torch.Tensor) else None
+
+
+def under_autocast(device_type: str, dtype: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` inside ``torch.autocast(device_type, dtype)``, as training code
+    calls a kernel (the autocast context must be entered where the target runs)."""
+    with torch.autocast(device_type, dtype=getattr(torch, dtype)):
+        return fn(*args, **kwargs)

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from harness import loader, wire
+from harness import guard, loader, wire
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
           range, slice, type(Ellipsis))
@@ -142,6 +142,9 @@ class Worker:
             if now.shape != snap.shape or not torch.equal(now.detach(), snap):
                 label = f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
                 raise _Reply(("mutated", label))
+        alias = guard.aliased_argument(result, args, kwargs) if ctx.get("no_alias") else None
+        if alias:
+            raise _Reply(("aliased", alias))
         return self.export(result)
 
 

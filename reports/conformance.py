@@ -19,7 +19,10 @@ def cell(row: dict) -> tuple[int, str]:
         text = "fail" if row["when"] == "call" else "error"
         return _RANK[text], text
     if row["outcome"] == "skipped":
-        return _RANK["skipped"], f"skipped ({row.get('reason') or 'no reason'})"
+        reason = row.get("reason") or "no reason"
+        if reason.startswith("unsupported ("):  # the target's own declaration, or its NotImplementedError
+            return _RANK["skipped"], reason
+        return _RANK["skipped"], f"skipped ({reason})"
     label = row.get("label")
     return 0, label or "pass"
 

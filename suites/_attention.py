@@ -7,15 +7,29 @@ import torch
 from harness import tolerance
 from harness.configs import AttnConfig
 from harness.guard import expect_tensor
-from harness.runner import impl
+from harness.runner import impl, require_features
 from reference.attention import attention_math
 
 SDPA = "scaled_dot_product_attention"
+#: the magnitude masked keys and values are set to: a finite mask constant lets them leak
+EXTREME = 1e4
+
+
+def features_of(q, k, kw: dict) -> list[str]:
+    """The ``HARNESS_UNSUPPORTED`` features an SDPA call with these arguments uses."""
+    used = [f for f, on in (("attn_mask", kw.get("attn_mask") is not None),
+                            ("dropout", bool(kw.get("dropout_p"))),
+                            ("is_causal", bool(kw.get("is_causal"))),
+                            ("enable_gqa", q.shape[-3] != k.shape[-3]),
+                            ("scale", kw.get("scale") is not None)) if on]
+    return used + [str(q.dtype).removeprefix("torch.")]
 
 
 def call_sdpa(target, cfg: AttnConfig, q, k, v, **kw) -> torch.Tensor:
-    """The target's SDPA on (q, k, v); output shape/dtype/device checked."""
+    """The target's SDPA on (q, k, v); output shape/dtype/device checked. A call that uses a
+    feature the target declares unsupported raises ``Unsupported`` (the property is reported so)."""
     kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
+    require_features(target, *features_of(q, k, kw))
     out = impl(target, SDPA)(q, k, v, **kw)
     shape = (*q.shape[:-1], v.shape[-1])
     return expect_tensor(out, SDPA, shape, q.dtype, q.device)
@@ -99,3 +113,26 @@ def show_mask(m: torch.Tensor) -> str:
     """A small bool matrix as rows of 1/0 for failure messages."""
     rows = ["".join("1" if x else "." for x in r.tolist()) for r in m[:12]]
     return "\n      " + "\n      ".join(rows) + ("\n      ..." if m.shape[0] > 12 else "")
+
+
+def extreme_like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    sign = torch.randint(0, 2, t.shape, generator=g).to(t.device) * 2 - 1
+    return (sign * EXTREME).to(t.dtype)
+
+
+def poison(q, k, v, cols: torch.Tensor, g: torch.Generator, scale: float | None = None):
+    """K and V at key positions ``cols`` set to +-1e4 (K shrunk, if needed, so that the raw
+    scores q.k * scale stay below a quarter of the dtype's max: an overflow to inf *before*
+    masking is no test of the mask, while scores this large still expose any finite mask
+    constant such as -1e4 or -1e9 that is smaller than them)."""
+    k2, v2 = k.clone(), v.clone()
+    bad_k = extreme_like(k2[..., cols, :], g).double()
+    scale = 1.0 / k.shape[-1] ** 0.5 if scale is None else scale
+    qk = q.double() @ bad_k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3).transpose(-2, -1)
+    peak = float(qk.abs().max()) * scale if qk.numel() else 0.0
+    cap = torch.finfo(k.dtype).max / 4
+    if peak > cap:
+        bad_k = bad_k * (cap / peak)
+    k2[..., cols, :] = bad_k.to(k.dtype)
+    v2[..., cols, :] = extreme_like(v2[..., cols, :], g)
+    return k2, v2

@@ -14,9 +14,13 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness.configs import attn_configs
-from harness.runner import run
-from suites._attention import SDPA, agree, allowance, call_sdpa, same
+from harness import regimes, tolerance
+from harness.configs import attn_configs, autocast_dtypes
+from harness.regimes import covering
+from harness.runner import on_target, require_features, run
+from harness.target_ops import under_autocast
+from suites._attention import SDPA, agree, allowance, call_sdpa, naive, same, truth
+from suites._positions import expect_floating
 
 FAMILY = "attention"
 pytestmark = pytest.mark.needs(SDPA)
@@ -106,6 +110,54 @@ def check_gqa(target, cfg):
                              f"{expected.tolist()} (h // {cfg.group}, repeat_interleave order)")
 
 
+def layouts(cfg, q, k, v):
+    """(name, q, k, v) with the same values in the memory layouts real models pass."""
+    def strided(t):  # last dim contiguous, rows strided: a slice of a wider buffer
+        wide = torch.zeros(*t.shape[:-1], t.shape[-1] + 7, dtype=t.dtype, device=t.device)
+        wide[..., 3:3 + t.shape[-1]] = t
+        return wide[..., 3:3 + t.shape[-1]]
+
+    def blhe(t):  # (B, L, H, E) memory, viewed as (B, H, L, E)
+        return t.transpose(-3, -2).contiguous().transpose(-3, -2)
+    out = [("(B, L, H, E) transposed to (B, H, L, E)", blhe(q), blhe(k), blhe(v)),
+           ("last-dim-contiguous slices of wider rows", strided(q), strided(k), strided(v))]
+    if cfg.hq == cfg.hkv and cfg.L == cfg.S and cfg.E == cfg.Ev:
+        # one projection's output (B, L, 3, H, E), split and transposed, as nanoGPT / HF do
+        packed = torch.stack([t.transpose(-3, -2) for t in (q, k, v)], dim=-3)
+        out.append(("slices of a fused QKV projection",
+                    *(packed.select(-3, i).transpose(-3, -2) for i in range(3))))
+    return out
+
+
+def check_layouts(target, cfg):
+    """Strided inputs -- (B, L, H, E) memory, fused-QKV slices, wide-row slices, and K/V expanded
+    with stride 0 for MQA -- give the contiguous inputs' output; the output is new memory."""
+    q, k, v = cfg.qkv(target.device)
+    out = call_sdpa(target, cfg, q, k, v)
+    for name, q2, k2, v2 in layouts(cfg, q, k, v):
+        same(call_sdpa(target, cfg, q2, k2, v2), out, q, k, v, f"with {name} (strides "
+             f"{q2.stride()}, {k2.stride()}, {v2.stride()})")
+    # one KV head broadcast to every query head with stride 0 (MQA as models often pass it)
+    k1 = k[..., :1, :, :].expand(*k.shape[:-3], cfg.hq, cfg.S, cfg.E)
+    v1 = v[..., :1, :, :].expand(*v.shape[:-3], cfg.hq, cfg.S, cfg.Ev)
+    dense = call_sdpa(target, cfg, q, k1.contiguous(), v1.contiguous())
+    same(call_sdpa(target, cfg, q, k1, v1), dense, q, k1.contiguous(), v1.contiguous(),
+         f"with K and V expanded to {cfg.hq} heads with stride 0 (strides {k1.stride()})")
+
+
+def check_autocast(target, cfg):
+    """Called with float32 inputs inside torch.autocast(dtype = the config's half dtype), as
+    training code does: the output (either dtype) meets the half-precision tolerance."""
+    require_features(target, "autocast")
+    q, k, v = (t.float() for t in cfg.qkv(target.device))
+    device_type = torch.device(target.device).type
+    out = on_target(target, under_autocast, device_type, cfg.dtype, target.lookup(SDPA), q, k, v)
+    out = expect_floating(out, SDPA, cfg.out_shape())
+    qh, kh, vh = (t.to(cfg.torch_dtype) for t in (q, k, v))
+    tolerance.assert_close(out, truth(q, k, v), naive(qh, kh, vh), dtype=cfg.torch_dtype,
+                           what=f"float32 inputs under torch.autocast({device_type!r}, {cfg.dtype})")
+
+
 def check_dropout_zero(target, cfg):
     """dropout_p=0 is deterministic: two calls give bit-identical outputs equal to the reference."""
     q, k, v = cfg.qkv(target.device)
@@ -118,40 +170,60 @@ def check_dropout_zero(target, cfg):
 
 
 @given(cfg=attn_configs())
+@covering(regimes.AGREEMENT)
 def test_agreement(target, cfg):
     run(target, check_agreement, cfg)
 
 
 @given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
 def test_convex_combination(target, cfg):
     run(target, check_convex_combination, cfg)
 
 
 @given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
 def test_permutation(target, cfg):
     run(target, check_permutation, cfg)
 
 
 @given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
 def test_scale(target, cfg):
     run(target, check_scale, cfg)
 
 
 @given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
 def test_numerical_range(target, cfg):
     run(target, check_numerical_range, cfg)
 
 
 @given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
 def test_multi_head(target, cfg):
     run(target, check_multi_head, cfg)
 
 
 @given(cfg=attn_configs(min_group=2))
+@covering(regimes.GQA)
 def test_gqa(target, cfg):
     run(target, check_gqa, cfg)
 
 
 @given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
+def test_layouts(target, cfg):
+    run(target, check_layouts, cfg)
+
+
+@given(cfg=attn_configs(dtypes=autocast_dtypes()))
+@covering(regimes.AUTOCAST)
+def test_autocast(target, cfg):
+    run(target, check_autocast, cfg)
+
+
+@given(cfg=attn_configs())
+@covering(regimes.ATTENTION)
 def test_dropout_zero(target, cfg):
     run(target, check_dropout_zero, cfg)

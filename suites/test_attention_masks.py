@@ -13,38 +13,16 @@ import pytest
 import torch
 from hypothesis import given
 
+from harness import regimes
 from harness.configs import attn_configs
+from harness.regimes import covering
 from harness.conventions import check_convention
 from harness.runner import record_label, run
 from reference.masks import causal_mask
-from suites._attention import SDPA, agree, allowance, call_sdpa, same, show_mask, visibility
+from suites._attention import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
 
 FAMILY = "attention"
 pytestmark = pytest.mark.needs(SDPA)
-EXTREME = 1e4
-
-
-def _extreme_like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    sign = torch.randint(0, 2, t.shape, generator=g).to(t.device) * 2 - 1
-    return (sign * EXTREME).to(t.dtype)
-
-
-def _poison(q, k, v, cols: torch.Tensor, g: torch.Generator):
-    """K and V at key positions ``cols`` set to +-1e4 (K shrunk, if needed, so that the raw
-    scores q.k * scale stay below a quarter of the dtype's max: an overflow to inf *before*
-    masking is no test of the mask, while scores this large still expose any finite mask
-    constant such as -1e4 or -1e9 that is smaller than them)."""
-    k2, v2 = k.clone(), v.clone()
-    bad_k = _extreme_like(k2[..., cols, :], g).double()
-    scale = 1.0 / k.shape[-1] ** 0.5
-    qk = q.double() @ bad_k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3).transpose(-2, -1)
-    peak = float(qk.abs().max()) * scale if qk.numel() else 0.0
-    cap = torch.finfo(k.dtype).max / 4
-    if peak > cap:
-        bad_k = bad_k * (cap / peak)
-    k2[..., cols, :] = bad_k.to(k.dtype)
-    v2[..., cols, :] = _extreme_like(v2[..., cols, :], g)
-    return k2, v2
 
 
 def _agree_rows(out, q, k, v, rows: torch.Tensor, mask: torch.Tensor, what: str) -> None:
@@ -53,8 +31,9 @@ def _agree_rows(out, q, k, v, rows: torch.Tensor, mask: torch.Tensor, what: str)
         agree(out[..., rows, :], q[..., rows, :], k, v, attn_mask=mask[..., rows, :], what=what)
 
 
-def measured_alignment(vis: torch.Tensor, L: int, S: int) -> str | None:
-    for name in ("top_left", "bottom_right"):
+def measured_alignment(vis: torch.Tensor, L: int, S: int, prefer: str | None = None) -> str | None:
+    """The alignment ``vis`` shows; with L == S both do, and ``prefer`` (the declared one) is named."""
+    for name in ((prefer,) if prefer else ()) + ("top_left", "bottom_right"):
         if bool((vis == causal_mask(L, S, name, device=vis.device)).all()):
             return name
     return None
@@ -65,7 +44,7 @@ def check_causal(target, cfg):
     at +-1e4, change nothing at earlier queries; a visible key does change the output."""
     declared = target.conventions
     vis = visibility(target, cfg, is_causal=True)  # (*batch, Hq, L, S)
-    measured = measured_alignment(vis, cfg.L, cfg.S)
+    measured = measured_alignment(vis, cfg.L, cfg.S, declared.get("causal_alignment"))
     n = max(cfg.L, cfg.S)  # both conventions agree on a square mask: the plain lower triangle
     square = visibility(target, replace(cfg, L=n, S=n), is_causal=True)
     if measured is not None and not bool((square == causal_mask(n, n, device=square.device)).all()):
@@ -84,7 +63,7 @@ def check_causal(target, cfg):
     g = cfg.generator(salt=3)
     cut = int(torch.randint(0, cfg.S, (1,), generator=g))  # keys j > cut become extreme
     future = torch.arange(cfg.S, device=target.device) > cut
-    k2, v2 = _poison(q, k, v, future, g)
+    k2, v2 = poison(q, k, v, future, g)
     out2 = call_sdpa(target, cfg, q, k2, v2, is_causal=True)
     rows = seen & ~(mask & future).any(dim=-1)  # queries that see no key after the cut
     if rows.any():
@@ -127,7 +106,7 @@ def check_bool_mask(target, cfg):
     agree(out, q, k, v, attn_mask=mask, what=f"with a {variant} boolean mask {tuple(mask.shape)}")
     if dropped.any():
         d = dropped.to(target.device)
-        k2, v2 = _poison(q, k, v, d, g)
+        k2, v2 = poison(q, k, v, d, g)
         out2 = call_sdpa(target, cfg, q, k2, v2, attn_mask=mask)
         same(out2, out, q, k, v, f"masked keys {d.nonzero().flatten().tolist()} set to "
              f"+-{EXTREME:g} changed the output", attn_mask=mask)
@@ -142,6 +121,44 @@ def check_float_mask(target, cfg):
     q, k, v = cfg.qkv(target.device)
     out = call_sdpa(target, cfg, q, k, v, attn_mask=bias)
     agree(out, q, k, v, attn_mask=bias, what=f"with a {variant} float mask {tuple(bias.shape)}")
+
+
+def mask_forms(cfg) -> dict[str, tuple[int, ...]]:
+    """Every mask shape torch's SDPA accepts for (*batch, Hq, L, S) scores, by name."""
+    B, ones, H, L, S = cfg.batch, (1,) * len(cfg.batch), cfg.hq, cfg.L, cfg.S
+    return {"(L, S)": (L, S), "(1, L, S)": (1, L, S), "(H, L, S)": (H, L, S),
+            "(1, 1, L, S)": (*ones, 1, L, S), "(B, 1, 1, S) key padding": (*B, 1, 1, S),
+            "(B, 1, L, S)": (*B, 1, L, S), "(1, H, L, S)": (*ones, H, L, S), "(B, H, L, S)": (*B, H, L, S)}
+
+
+def _pattern(shape: tuple[int, ...], g: torch.Generator) -> torch.Tensor:
+    """A random visibility pattern of ``shape`` with at least one visible key in every row."""
+    pattern = torch.rand(shape, generator=g) < 0.5
+    keep = torch.randint(0, shape[-1], shape[:-1], generator=g)
+    return pattern.scatter_(-1, keep.unsqueeze(-1), True)
+
+
+def check_mask_shapes(target, cfg):
+    """Every broadcastable mask shape, boolean and float (0 / -inf), is applied on the right
+    axis, batch item and head: the one-hot probe reads back exactly the broadcast pattern."""
+    g = cfg.generator(salt=7)
+    full = (*cfg.batch, cfg.hq, cfg.L, cfg.S)
+    for form, shape in mask_forms(cfg).items():
+        pattern = _pattern(shape, g)
+        expected = pattern.expand(full)
+        for kind in ("bool", "float"):
+            mask = pattern if kind == "bool" else torch.zeros(shape, dtype=cfg.torch_dtype).masked_fill(
+                ~pattern, float("-inf"))
+            seen = visibility(target, cfg, attn_mask=mask.to(target.device)).cpu()
+            if not torch.equal(seen, expected):
+                idx = tuple(int(i) for i in (seen != expected).nonzero()[0])
+                *bh, row, key = idx
+                raise AssertionError(
+                    f"a {kind} mask of shape {form} = {tuple(shape)} was not applied as broadcast to "
+                    f"{full}: at batch/head {tuple(bh)}, query {row}, key {key} the key is "
+                    f"{'seen' if seen[idx] else 'not seen'} but the mask says "
+                    f"{'visible' if expected[idx] else 'masked'}\n  measured (row = query):"
+                    f"{show_mask(seen[tuple(bh)])}\n  expected:{show_mask(expected[tuple(bh)])}")
 
 
 def check_fully_masked_rows(target, cfg):
@@ -178,21 +195,31 @@ def check_fully_masked_rows(target, cfg):
               what="rows next to the fully masked ones")
 
 
-@given(cfg=attn_configs(distinct_lengths=True))
+@given(cfg=attn_configs(distinct_lengths=True, gqa=True))
+@covering(regimes.CAUSAL)
 def test_causal(target, cfg):
     run(target, check_causal, cfg)
 
 
-@given(cfg=attn_configs())
+@given(cfg=attn_configs(gqa=True))
+@covering(regimes.ATTENTION)
 def test_bool_mask(target, cfg):
     run(target, check_bool_mask, cfg)
 
 
-@given(cfg=attn_configs())
+@given(cfg=attn_configs(gqa=True))
+@covering(regimes.ATTENTION)
 def test_float_mask(target, cfg):
     run(target, check_float_mask, cfg)
 
 
-@given(cfg=attn_configs())
+@given(cfg=attn_configs(gqa=True))
+@covering(regimes.MASKS)
+def test_mask_shapes(target, cfg):
+    run(target, check_mask_shapes, cfg)
+
+
+@given(cfg=attn_configs(gqa=True))
+@covering(regimes.ATTENTION)
 def test_fully_masked_rows(target, cfg):
     run(target, check_fully_masked_rows, cfg)

@@ -15,6 +15,8 @@ import pytest
 import torch
 from hypothesis import given
 
+from harness import regimes
+from harness.regimes import covering
 from harness import tolerance
 from harness.configs_norms import half_dtypes, norm_configs
 from harness.runner import run
@@ -159,6 +161,7 @@ def check_normalized_dims(target, cfg):
 
 
 @given(cfg=norm_configs())
+@covering(regimes.NORMS)
 def test_standardized(target, cfg):
     run(target, check_standardized, cfg)
 
@@ -169,6 +172,7 @@ def test_shift_scale_invariance(target, cfg):
 
 
 @given(cfg=norm_configs())
+@covering(regimes.NORMS)
 def test_eps_inside_sqrt(target, cfg):
     run(target, check_eps_inside_sqrt, cfg)
 
@@ -179,6 +183,7 @@ def test_eps_honoured(target, cfg):
 
 
 @given(cfg=norm_configs())
+@covering(regimes.NORMS)
 def test_affine(target, cfg):
     run(target, check_affine, cfg)
 

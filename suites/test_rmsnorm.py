@@ -17,6 +17,8 @@ import pytest
 import torch
 from hypothesis import given
 
+from harness import regimes
+from harness.regimes import covering
 from harness.configs_norms import half_dtypes, norm_configs
 from harness.conventions import KNOWN, check_convention
 from harness.runner import record_label, run
@@ -167,6 +169,7 @@ def check_normalized_dims(target, cfg):
 
 
 @given(cfg=norm_configs())
+@covering(regimes.NORMS)
 def test_scale_invariance(target, cfg):
     run(target, check_scale_invariance, cfg)
 
@@ -177,11 +180,13 @@ def test_no_mean_subtraction(target, cfg):
 
 
 @given(cfg=norm_configs())
+@covering(regimes.NORMS)
 def test_eps(target, cfg):
     run(target, check_eps, cfg)
 
 
 @given(cfg=norm_configs())
+@covering(regimes.NORMS)
 def test_weight(target, cfg):
     run(target, check_weight, cfg)
 

@@ -22,9 +22,13 @@ from hypothesis import given
 from harness import tolerance
 from harness.configs_positions import LONG_CONTEXT, rope_configs, rope_decay_configs
 from harness.conventions import check_convention
-from harness.runner import record_label, run
-from reference.rope import pair_indices, rope_frequencies
-from suites._positions import (ROPE, call_rope, declared_or, measure_rope_layout, rope_agree,
+from harness import regimes
+from harness.configs import autocast_dtypes
+from harness.regimes import covering
+from harness.runner import on_target, record_label, require_features, run
+from harness.target_ops import under_autocast
+from reference.rope import pair_indices, rope_frequencies, rope_math
+from suites._positions import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
                                rope_images, rope_naive, rope_truth, score_allowance, scores)
 
 FAMILY = "rope"
@@ -163,12 +167,35 @@ def check_long_context(target, cfg):
                              f"lose the position at this range")
 
 
+def check_autocast(target, cfg):
+    """float32 x inside torch.autocast(dtype = the config's half dtype), at positions up to
+    65535: autocast must not lower the angles (transformers 4.38.1 computed Llama's m * theta
+    with a matmul, which autocast ran in bfloat16; 4.38.2 fixed it). The output (either dtype)
+    meets the half-precision tolerance, with float32 angles as the yardstick."""
+    require_features(target, "autocast")
+    layout = _layout(target, cfg)
+    x, pos = cfg.x(target.device).float(), cfg.positions(target.device)
+    device_type = torch.device(target.device).type
+    out = on_target(target, under_autocast, device_type, cfg.dtype, target.lookup(ROPE), x, pos, base=cfg.base)
+    out = expect_floating(out, ROPE, tuple(x.shape))
+    naive = rope_math(x.cpu(), pos.cpu(), cfg.base, layout, compute_dtype=cfg.torch_dtype,
+                      angle_dtype=torch.float32)
+    cmp = tolerance.compare(out, rope_truth(x, pos, cfg.base, layout), naive, dtype=cfg.torch_dtype)
+    if not cmp.ok:
+        raise AssertionError(f"RoPE of float32 x under torch.autocast({device_type!r}, {cfg.dtype}) at positions "
+                             f"{int(pos.min())}..{int(pos.max())} differs from the float64 rotation: "
+                             f"{cmp.describe()}; the angles m * theta must stay float32 under autocast (a "
+                             f"matmul or einsum that builds them is autocast to {cfg.dtype})")
+
+
 @given(cfg=rope_configs())
+@covering(regimes.ROPE)
 def test_relative(target, cfg):
     run(target, check_relative, cfg)
 
 
 @given(cfg=rope_configs())
+@covering(regimes.ROPE)
 def test_norm(target, cfg):
     run(target, check_norm, cfg)
 
@@ -184,6 +211,7 @@ def test_long_term_decay(target, cfg):
 
 
 @given(cfg=rope_configs())
+@covering(regimes.ROPE)
 def test_agreement(target, cfg):
     run(target, check_agreement, cfg)
 
@@ -191,3 +219,8 @@ def test_agreement(target, cfg):
 @given(cfg=rope_configs(long_context=True))
 def test_long_context(target, cfg):
     run(target, check_long_context, cfg)
+
+
+@given(cfg=rope_configs(long_context=True, dtypes=autocast_dtypes()))
+def test_autocast(target, cfg):
+    run(target, check_autocast, cfg)

@@ -123,6 +123,8 @@ LOAD_FAILURES = [
                                        "'bottom_left' is not a value of that convention"),
     ("declares_unknown_size_field.py", "broken declaration: HARNESS_SIZES names 'head_dim', which no "
                                        "configuration has"),
+    ("declares_unknown_unsupported.py", "broken declaration: HARNESS_UNSUPPORTED names unknown feature(s) "
+                                        "['flash']"),
 ]
 
 

@@ -20,7 +20,8 @@ from planted_support import assert_caught, assert_declared_passes, conformance, 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
 PLANTED = ROOT / "tests" / "planted" / "attention"
-ATTENTION_SUITES = ["test_attention.py", "test_attention_masks.py", "test_sliding_window.py"]
+ATTENTION_SUITES = ["test_attention.py", "test_attention_masks.py", "test_attention_dropout.py",
+                    "test_sliding_window.py"]
 
 #: (planted target, the one suite test that must fail for it)
 BUGS = [
@@ -49,6 +50,24 @@ BUGS = [
     ("window_not_causal.py", "test_window_extent"),
     ("window_kv_misaligned.py", "test_window_agreement"),
     ("window_finite_mask.py", "test_outside_window"),
+    # dropout (issue 11): each bug is caught by the property that names it
+    ("dropout_no_rescale.py", "test_dropout_scaling"),
+    ("dropout_p_ignored.py", "test_dropout_keep_rate"),
+    ("dropout_on_output.py", "test_dropout_on_weights"),
+    ("dropout_on_values.py", "test_dropout_fresh_masks"),
+    ("dropout_own_generator.py", "test_dropout_seeded"),
+    # the tile-boundary regime: each is right below its boundary and wrong above it
+    ("causal_leak_past_128.py", "test_causal"),
+    ("gqa_modulo_large_groups.py", "test_gqa"),
+    ("head_dim_truncated_128.py", "test_agreement"),
+    ("online_softmax_no_rescale_past_256.py", "test_agreement"),
+    ("last_query_tile_dropped.py", "test_agreement"),
+    ("window_masked_by_tile_past_128.py", "test_window_extent"),
+    # mask shapes, memory layouts, autocast
+    ("key_padding_on_query_axis.py", "test_mask_shapes"),
+    ("output_aliases_value.py", "test_layouts"),
+    ("strides_ignored.py", "test_layouts"),
+    ("autocast_inplace_accumulator.py", "test_autocast"),
 ]
 
 #: what the failure must say besides the property name, where the bug calls for it
@@ -70,6 +89,15 @@ MESSAGES = {
     "window_skipped_when_long.py": ["matches no known convention"],
     "window_not_causal.py": ["matches no known convention"],
     "window_finite_mask.py": ["lie outside every window"],
+    "dropout_no_rescale.py": ["kept weights must be 1/(1-p)"],
+    "dropout_p_ignored.py": ["dropout_p is ignored"],
+    "dropout_on_output.py": ["acts on the output or on the values"],
+    "dropout_on_values.py": ["dropout acts on the values"],
+    "dropout_own_generator.py": ["torch.manual_seed"],
+    "key_padding_on_query_axis.py": ["(B, 1, 1, S) key padding"],
+    "output_aliases_value.py": ["shares the memory of its argument 2"],
+    "strides_ignored.py": ["strides"],
+    "autocast_inplace_accumulator.py": ["implementation error"],
 }
 
 #: (target declaring a convention, suite file, tests that must pass, label recorded)

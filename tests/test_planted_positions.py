@@ -28,6 +28,7 @@ POSITION_SUITES = ["test_rope.py", "test_sinusoidal.py", "test_learned_positions
 BUGS = [
     ("rope_layout_mixup.py", "test_rope.py", "test_norm"),
     ("rope_angles_bf16.py", "test_rope.py", "test_long_context"),
+    ("rope_angles_matmul_under_autocast.py", "test_rope.py", "test_autocast"),
     ("rope_positions_fp16.py", "test_rope.py", "test_long_context"),
     ("rope_angles_float32_for_float64.py", "test_rope.py", "test_long_context"),
     ("rope_exponent_i_over_d.py", "test_rope.py", "test_frequencies"),
@@ -59,6 +60,7 @@ BUGS = [
 #: what the failure must say besides the property name, where the bug calls for it
 MESSAGES = {
     "rope_layout_mixup.py": ["the norm of each rotated vector"],
+    "rope_angles_matmul_under_autocast.py": ["under torch.autocast"],
     "rope_angles_float32_for_float64.py": ["input's opmath (float64)"],
     "rope_exponent_i_over_d.py": ["pair angles at position 1"],
     "rope_positions_clamped.py": ["must depend only on the distance"],

@@ -1,0 +1,148 @@
+"""Size regimes: where tiled kernels break, covered on every run (issue 11).
+
+A Triton, CUDA or CUTLASS kernel is usually right on the small shapes that the strategies in
+``harness.configs`` draw, and wrong at its edges: past the first 64- or 128-row tile, for a key
+length that is not a multiple of the block, for head dims above 128 or odd ones, for GQA groups
+of 4 or 8. FlashAttention's own tests use exactly these sizes (seqlens (113, 203), (1023, 1024),
+(1024, 1023), 2048; head dims 32 ... 256; nheads_k 1, 2, 6 under 6+ query heads).
+
+Two regimes, for every attention-family property:
+
+* the *small* regime the strategies draw (1 ... 40 positions, head dims 1 ... 64);
+* the *tile-boundary* regime below. It is covered by explicit examples (``covering``), which
+  Hypothesis runs first under every profile, the derandomized CI profile included: coverage of
+  each boundary class never depends on luck or on the example budget. The classes:
+
+  - lengths just below, at and past each tile size (``TILE_LENGTHS``) and odd lengths
+    (``ODD_LENGTHS``), L != S in both directions;
+  - head dims past 128 and odd ones (``WIDE_HEAD_DIMS``), E != Ev;
+  - GQA ratios 1, 2, 4 and 8 with several KV heads, and MQA (``GQA_HEADS``);
+  - windows below, at and past a tile and the sequence length.
+
+Cost: the float64 reference and the naive same-dtype yardstick are computed for each call, so
+the examples keep one of L, S small where the other is large, one head unless the property is
+about heads, and batch 1 (a 2048 x 2048 x 256 float64 reference costs about a second on 2 cores).
+The one-hot probes use an S x S identity as values: their examples keep S <= 1025.
+"""
+from __future__ import annotations
+
+from hypothesis import example
+
+from harness.configs import AttnConfig, WindowConfig
+from harness.configs_norms import NormConfig
+from harness.configs_positions import RopeConfig
+
+TILE_LENGTHS = (1, 2, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 2048)
+ODD_LENGTHS = (113, 203, 239)
+WIDE_HEAD_DIMS = (8, 40, 59, 64, 80, 96, 111, 128, 160, 192, 224, 256)
+#: (Hq, Hkv): group ratios 1, 2, 4 and 8 with several KV heads (so h // g and h % Hkv differ), and MQA
+GQA_HEADS = ((4, 4), (8, 4), (8, 2), (16, 2), (32, 4), (6, 1), (32, 1))
+
+
+def _attn(L, S, E, Ev=None, hq=1, hkv=1, dtype="float32", seed=11, batch=(1,)) -> AttnConfig:
+    return AttnConfig(batch=batch, hq=hq, hkv=hkv, L=L, S=S, E=E, Ev=E if Ev is None else Ev,
+                      dtype=dtype, seed=seed)
+
+
+#: the core attention properties (agreement, convexity, permutation, scale, range, heads, masks):
+#: rows past the first 64/128 tile, keys past 256 / 1024 and not a multiple of a block, L < S and
+#: L > S, head dims past 128 and odd, each in a low precision too
+ATTENTION = (
+    _attn(129, 257, 64),                       # past the first 128-row tile; S > 256
+    _attn(65, 1025, 32, dtype="bfloat16"),     # a ragged last key block past 1024
+    _attn(513, 63, 16, seed=12),               # L > S; S just below a tile
+    _attn(113, 203, 160, seed=13),             # FlashAttention's odd seqlens; E past 128
+    _attn(1, 2048, 256, Ev=192, seed=14),      # decoding against 2048 keys, the widest head
+    _attn(239, 127, 111, Ev=224, dtype="float16", seed=15),  # odd head dims, E != Ev
+)
+
+#: agreement alone also runs the (1023, 1024) / (1024, 1023) pair at a small head dim
+AGREEMENT = ATTENTION + (
+    _attn(1023, 1024, 40, seed=16),
+    _attn(1024, 1023, 80, dtype="bfloat16", seed=17),
+)
+
+#: GQA / MQA: every ratio with several KV heads, past a tile, and MQA
+GQA = tuple(_attn(65 + 64 * (i % 2), 129 + 128 * (i % 3), 64 if i % 2 else 96, hq=hq, hkv=hkv, seed=20 + i)
+            for i, (hq, hkv) in enumerate(GQA_HEADS) if hq != hkv)
+
+#: causal alignment and future-key leaks past the first tiles; the probe's values are S x S
+CAUSAL = (
+    _attn(257, 257, 32, seed=30),              # square, rows past 128 and 256
+    _attn(129, 513, 16, seed=31),              # L < S: the two alignments differ everywhere
+    _attn(1025, 129, 8, seed=32),              # L > S
+    _attn(203, 113, 160, dtype="bfloat16", seed=33),
+)
+
+
+#: autocast (float32 inputs, the config's dtype is autocast's): past a tile, a wide head, decoding
+AUTOCAST = (
+    _attn(129, 257, 64, dtype="bfloat16", seed=50),
+    _attn(1, 1025, 160, dtype="bfloat16", seed=51),
+)
+
+#: mask shapes: square (so a key-padding mask applied on the query axis still broadcasts), several
+#: batch items and heads, past the first tiles
+MASKS = (
+    _attn(64, 64, 8, hq=2, hkv=2, batch=(2,), seed=35),
+    _attn(129, 129, 4, hq=3, hkv=1, batch=(3,), seed=36),
+    _attn(65, 257, 4, hq=2, hkv=2, batch=(2,), seed=37),
+    _attn(33, 33, 8, hq=2, hkv=2, batch=(2, 2), dtype="bfloat16", seed=38),
+)
+
+
+def _window(L, S, window, E=16, dtype="float32", seed=40, h=1) -> WindowConfig:
+    return WindowConfig(batch=(1,), hq=h, hkv=h, L=L, S=S, E=E, Ev=E, dtype=dtype, seed=seed, window=window)
+
+
+#: windows below, at and past a tile and the sequence length, over sequences past the first tiles
+WINDOW = (
+    _window(257, 257, 63, seed=40),            # window below a tile
+    _window(257, 257, 64, seed=41),            # at a tile
+    _window(300, 300, 129, seed=42),           # past a tile
+    _window(129, 513, 128, E=64, seed=43),     # L < S, window at a tile
+    _window(200, 200, 200, seed=44),           # window = L
+    _window(130, 130, 257, dtype="bfloat16", seed=45),  # window past L
+    _window(1025, 1025, 256, E=8, seed=46),    # a long sequence, window past 128
+)
+
+
+def _rope(L, D, dtype="float32", offset=0, spread=0, seed=60, heads=2) -> RopeConfig:
+    return RopeConfig(batch=1, heads=heads, L=L, D=D, dtype=dtype, base=10000.0, offset=offset, spread=spread,
+                      per_batch=False, shift=4096, seed=seed)
+
+
+#: RoPE past a tile of positions and of head dims (a kernel that rotates only the first 128 dims,
+#: or only the first block of positions, is right below these)
+ROPE = (
+    _rope(2048, 64, seed=60),
+    _rope(129, 160, seed=61),
+    _rope(257, 256, dtype="bfloat16", seed=62),
+    _rope(113, 192, offset=1000, spread=4096, seed=63),
+    _rope(65, 224, dtype="float16", seed=64),
+)
+
+
+def _norm(lead, features, dtype="float32", affine=True, seed=70) -> NormConfig:
+    return NormConfig(lead=lead, normalized_shape=(features,), dtype=dtype, eps=1e-5, affine=affine,
+                      log2_scale=0, seed=seed)
+
+
+#: norms over hidden sizes past a block (a reduction that drops its last partial block, or reads
+#: only the first 1024 features, is right below these), and many tokens
+NORMS = (
+    _norm((2,), 1025, seed=70),
+    _norm((3,), 4097, dtype="bfloat16", seed=71),
+    _norm((1, 2), 8192, affine=False, seed=72),
+    _norm((257,), 160, dtype="float16", seed=73),
+    _norm((2, 65), 2048, seed=74),
+)
+
+
+def covering(configs, name: str = "cfg"):
+    """Apply ``hypothesis.example(cfg=c)`` for every config: run first, on every profile."""
+    def decorate(test):
+        for cfg in reversed(tuple(configs)):
+            test = example(**{name: cfg})(test)
+        return test
+    return decorate

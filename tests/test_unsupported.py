@@ -1,0 +1,70 @@
+"""Declaring what a kernel does not support (issue 11): ``HARNESS_UNSUPPORTED`` and an undeclared
+``NotImplementedError`` are reported ``unsupported (...)`` -- never a bug, never a pass -- and the
+properties that do not need the feature still run and pass."""
+from __future__ import annotations
+
+import pytest
+
+from tests.planted_support import conformance, run_suite
+
+pytest_plugins = ["pytester"]
+
+#: a kernel with no dropout and no arbitrary attn_mask (FlashAttention's interface)
+FLASH_LIKE = '''
+import torch.nn.functional as F
+{declaration}
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    if attn_mask is not None:
+        raise NotImplementedError("arbitrary attn_mask is not supported by this kernel")
+    if dropout_p:
+        raise NotImplementedError("dropout is not supported by this kernel")
+    return F.scaled_dot_product_attention(query, key, value, is_causal=is_causal, scale=scale,
+                                          enable_gqa=enable_gqa)
+'''
+
+
+def _kernel(tmp_path, name, declaration=""):
+    path = tmp_path / f"{name}.py"
+    path.write_text(FLASH_LIKE.format(declaration=declaration))
+    return path
+
+
+def test_declared_unsupported_features_are_named_not_failed(pytester, tmp_path):
+    kernel = _kernel(tmp_path, "flash_declared", 'HARNESS_UNSUPPORTED = {"attn_mask", "dropout"}')
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_attention_masks.py", "test_attention_dropout.py"], [kernel], None,
+                       "--conformance-report", str(report))
+    out = result.stdout.str()
+    assert "declared unsupported: attn_mask, dropout" in out
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0, out[-3000:]
+    cells = conformance(report)
+    for prop in ("attention.bool_mask", "attention.float_mask", "attention.mask_shapes",
+                 "attention.dropout_keep_rate", "attention.dropout_seeded"):
+        cell = cells[(prop, str(kernel))]
+        assert cell.startswith("unsupported (declared:"), (prop, cell)
+    assert cells[("attention.causal", str(kernel))].startswith("convention:"), "causal needs no mask: it runs"
+
+
+def test_an_undeclared_not_implemented_error_is_unsupported_not_a_pass(pytester, tmp_path):
+    kernel = _kernel(tmp_path, "flash_undeclared")
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_attention_masks.py"], [kernel], "test_bool_mask or test_causal",
+                       "--conformance-report", str(report))
+    result.assert_outcomes(passed=1, skipped=1)
+    cells = conformance(report)
+    cell = cells[("attention.bool_mask", str(kernel))]
+    assert cell.startswith("unsupported (undeclared: raised NotImplementedError: arbitrary attn_mask"), cell
+    assert "HARNESS_UNSUPPORTED" in cell
+
+
+@pytest.mark.parametrize("declaration,message", [
+    ('HARNESS_UNSUPPORTED = "dropout"', "expected a set of feature names"),
+    ('HARNESS_UNSUPPORTED = {"flash"}', "unknown feature(s) ['flash']"),
+])
+def test_a_broken_unsupported_declaration_does_not_load(tmp_path, declaration, message):
+    from harness.loader import load_target
+    target = load_target(str(_kernel(tmp_path, "broken", declaration)))
+    assert target.load_error and message in target.load_error, target.load_error
