@@ -115,7 +115,7 @@ def _rope(L, D, dtype="float32", offset=0, spread=0, seed=60, heads=2) -> RopeCo
 #: RoPE past a tile of positions and of head dims (a kernel that rotates only the first 128 dims,
 #: or only the first block of positions, is right below these)
 ROPE = (
-    _rope(2048, 64, seed=60),
+    _rope(2048, 16, seed=60, heads=1),
     _rope(129, 160, seed=61),
     _rope(257, 256, dtype="bfloat16", seed=62),
     _rope(113, 192, offset=1000, spread=4096, seed=63),

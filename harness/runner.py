@@ -117,8 +117,9 @@ def property_name(check: Callable) -> str:
 
 def repro_command(target: Target, check: Callable, cfg: Config) -> str:
     path = inspect.getsourcefile(check) or check.__module__
-    try:
-        path = os.path.relpath(path)
+    try:  # relative when under the working directory; absolute otherwise (a ../.. path is fragile)
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else os.path.abspath(path)
     except ValueError:
         pass
     extra = "".join(f" --convention {k}={v}" for k, v in sorted(target.cli_conventions.items()))
