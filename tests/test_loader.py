@@ -274,6 +274,7 @@ def test_isolated_load_error_names_cause_and_line(write, isolated):
 
 def test_module_getattr_that_raises_breaks_that_name_only(write):
     path = write("lazy.py", "HARNESS_DTYPES = None\nHARNESS_SIZES = None\nHARNESS_CONVENTIONS = None\n"
+                            "HARNESS_UNSUPPORTED = None\n"
                             "def __getattr__(name):\n    raise RuntimeError('lazy ' + name)\n")
     target = load_target(path)
     assert target.load_error is None
