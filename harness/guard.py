@@ -70,6 +70,11 @@ _hung: dict[int, tuple[Callable, str]] = {}  # id -> (fn, kept alive so the id s
 NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention"})
 
 
+def argument_label(key: int | str) -> str:
+    """How messages name a call's argument: by position, or by keyword."""
+    return f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
+
+
 def aliased_argument(result: Any, args: tuple, kwargs: dict) -> str | None:
     """The argument whose memory the tensor ``result`` shares, or None."""
     if not isinstance(result, torch.Tensor) or result.numel() == 0 or result.device.type == "meta":
@@ -78,7 +83,7 @@ def aliased_argument(result: Any, args: tuple, kwargs: dict) -> str | None:
     for key, a in [*enumerate(args), *kwargs.items()]:
         if isinstance(a, torch.Tensor) and a.numel() and a.device == result.device \
                 and a.untyped_storage().data_ptr() == ptr:
-            return f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
+            return argument_label(key)
     return None
 
 
@@ -128,8 +133,7 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
             continue
         now = args[key] if isinstance(key, int) else kwargs[key]
         if now.shape != snap.shape or not torch.equal(now.detach(), snap):
-            label = f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
-            raise ImplementationError(f"{name}({shown}) modified its input in place ({label})")
+            raise ImplementationError(f"{name}({shown}) modified its input in place ({argument_label(key)})")
     alias = aliased_argument(result, args, kwargs) if name in NO_ALIAS else None
     if alias:
         raise ImplementationError(f"{name}({shown}) returned a tensor that shares the memory of its {alias}: "

@@ -104,6 +104,16 @@ def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any)
         raise
 
 
+def call_under_autocast(target: Target, name: str, dtype: str, *args: Any, **kwargs: Any) -> Any:
+    """The target's ``name`` called inside ``torch.autocast(<its device type>, dtype)`` where it
+    runs (its worker when isolated), as training code calls it; ``Unsupported`` when the target
+    declares ``autocast`` unsupported."""
+    from harness.target_ops import under_autocast
+    require_features(target, "autocast")
+    return on_target(target, under_autocast, torch.device(target.device).type, dtype, target.lookup(name),
+                     *args, **kwargs)
+
+
 def qualified_property(module_name: str, name: str) -> str:
     """``FAMILY.name``: the suite module's FAMILY (default: its last dotted part) and the
     property's own name; the conformance table's row."""

@@ -140,8 +140,7 @@ class Worker:
         for key, snap in snapshots:
             now = args[key] if isinstance(key, int) else kwargs[key]
             if now.shape != snap.shape or not torch.equal(now.detach(), snap):
-                label = f"argument {key}" if isinstance(key, int) else f"argument {key!r}"
-                raise _Reply(("mutated", label))
+                raise _Reply(("mutated", guard.argument_label(key)))
         alias = guard.aliased_argument(result, args, kwargs) if ctx.get("no_alias") else None
         if alias:
             raise _Reply(("aliased", alias))

@@ -17,8 +17,7 @@ from hypothesis import given
 from harness import regimes, tolerance
 from harness.configs import attn_configs, autocast_dtypes
 from harness.regimes import covering
-from harness.runner import on_target, require_features, run
-from harness.target_ops import under_autocast
+from harness.runner import call_under_autocast, run
 from suites._attention import SDPA, agree, allowance, call_sdpa, naive, same, truth
 from suites._positions import expect_floating
 
@@ -148,11 +147,9 @@ def check_layouts(target, cfg):
 def check_autocast(target, cfg):
     """Called with float32 inputs inside torch.autocast(dtype = the config's half dtype), as
     training code does: the output (either dtype) meets the half-precision tolerance."""
-    require_features(target, "autocast")
     q, k, v = (t.float() for t in cfg.qkv(target.device))
+    out = expect_floating(call_under_autocast(target, SDPA, cfg.dtype, q, k, v), SDPA, cfg.out_shape())
     device_type = torch.device(target.device).type
-    out = on_target(target, under_autocast, device_type, cfg.dtype, target.lookup(SDPA), q, k, v)
-    out = expect_floating(out, SDPA, cfg.out_shape())
     qh, kh, vh = (t.to(cfg.torch_dtype) for t in (q, k, v))
     tolerance.assert_close(out, truth(q, k, v), naive(qh, kh, vh), dtype=cfg.torch_dtype,
                            what=f"float32 inputs under torch.autocast({device_type!r}, {cfg.dtype})")

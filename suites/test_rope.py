@@ -25,8 +25,7 @@ from harness.conventions import check_convention
 from harness import regimes
 from harness.configs import autocast_dtypes
 from harness.regimes import covering
-from harness.runner import on_target, record_label, require_features, run
-from harness.target_ops import under_autocast
+from harness.runner import call_under_autocast, record_label, run
 from reference.rope import pair_indices, rope_frequencies, rope_math
 from suites._positions import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
                                rope_images, rope_naive, rope_truth, score_allowance, scores)
@@ -172,12 +171,10 @@ def check_autocast(target, cfg):
     65535: autocast must not lower the angles (transformers 4.38.1 computed Llama's m * theta
     with a matmul, which autocast ran in bfloat16; 4.38.2 fixed it). The output (either dtype)
     meets the half-precision tolerance, with float32 angles as the yardstick."""
-    require_features(target, "autocast")
     layout = _layout(target, cfg)
     x, pos = cfg.x(target.device).float(), cfg.positions(target.device)
+    out = expect_floating(call_under_autocast(target, ROPE, cfg.dtype, x, pos, base=cfg.base), ROPE, tuple(x.shape))
     device_type = torch.device(target.device).type
-    out = on_target(target, under_autocast, device_type, cfg.dtype, target.lookup(ROPE), x, pos, base=cfg.base)
-    out = expect_floating(out, ROPE, tuple(x.shape))
     naive = rope_math(x.cpu(), pos.cpu(), cfg.base, layout, compute_dtype=cfg.torch_dtype,
                       angle_dtype=torch.float32)
     cmp = tolerance.compare(out, rope_truth(x, pos, cfg.base, layout), naive, dtype=cfg.torch_dtype)

@@ -73,14 +73,12 @@ BUDGET_REASON = "time budget"
 
 
 def is_oom(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    if getattr(cause, "type_name", None) is not None:  # raised in the target's worker: by name
+        return cause.type_name in ("OutOfMemoryError", "MemoryError") or (
+            cause.type_name == "RuntimeError" and any(t in cause.message.lower() for t in OOM_TEXTS))
     if isinstance(exc, MemoryError):
         return True
-    raised = getattr(exc.__cause__, "type_name", None)  # raised in the target's worker process
-    if raised in ("OutOfMemoryError", "MemoryError"):
-        return True
-    if raised is not None:
-        return raised in ("RuntimeError", "torch.cuda.OutOfMemoryError") and any(
-            t in exc.__cause__.message.lower() for t in OOM_TEXTS)
     oom_cls = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
     if oom_cls is not None and isinstance(exc, oom_cls):
         return True

@@ -40,6 +40,12 @@ from harness.isolation import is_remote
 from harness.runfolder import SIZE_CAP_REASON
 
 
+def _times_itself(call) -> bool:
+    """A ``PointCall``, here or in the target's worker: it calibrates and times its own blocks
+    (in the worker, so no block includes a transfer between processes)."""
+    return isinstance(call, PointCall) or is_remote(call)
+
+
 @dataclass
 class Slot:
     """One size of the sweep."""
@@ -53,7 +59,7 @@ class Slot:
     spent: float = 0.0
 
     def block(self, clock=time.perf_counter) -> float:
-        if isinstance(self.call, PointCall) or is_remote(self.call):  # timed where the call lives
+        if _times_itself(self.call):
             return self.call.block(self.number)
         t0 = clock()
         for _ in range(self.number):
@@ -63,7 +69,7 @@ class Slot:
 
 def _calibrate(slot: Slot, min_block_s: float) -> float:
     """Set ``slot.number`` (``harness.bench.timer.calibrate``); returns the per-call seconds."""
-    if isinstance(slot.call, PointCall) or is_remote(slot.call):
+    if _times_itself(slot.call):
         slot.number, elapsed = slot.call.calibrate(min_block_s, True)
     else:
         slot.number, elapsed = calibrate(slot.call, min_block_s, recheck=True)
