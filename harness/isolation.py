@@ -293,7 +293,7 @@ class Worker:
         if kind == "ok":
             for g, state in zip(gens, reply[3]):
                 g.set_state(state)
-            value = self._materialize(reply[1], what)
+            value = self._materialize(reply[1], what) if reply[4] else reply[1]  # (no Ref in it: as it is)
             return ("ok", value) if kinds else value
         if kind in ("missing", "broken") and kinds:
             return kind, reply[1]

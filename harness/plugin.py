@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
 from harness.conventions import parse_cli
-from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, load_target
+from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
 
 _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -203,7 +203,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _target_of(item: pytest.Item):
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("target") if callspec else None
+    target = callspec.params.get("target") if callspec else None
+    return target if isinstance(target, Target) else None  # (another plugin's "target" parameter)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -17,6 +17,7 @@ import inspect
 import os
 import shlex
 import sys
+import time
 from typing import Any, Callable
 
 import pytest
@@ -27,6 +28,7 @@ from harness import guard
 from harness.configs import Config
 from harness.conventions import ConventionMismatch
 from harness.loader import Missing, Target
+from harness.target_ops import manual_seed
 
 
 class PropertyFailure(AssertionError):
@@ -104,6 +106,45 @@ def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any)
         raise
 
 
+def unverified(target: Target, prop: str, keys) -> list:
+    """Of a property's fixed inputs (``keys``: the same grid in every example, e.g. every H in a
+    list of head counts), those not yet verified for this target object in this session. A
+    deterministic function gives the same answer on the same input, so a grid that passed is not
+    called again in the next 30 examples; the drawn input is always checked, and a failing key
+    is never recorded, so shrinking and the repro line see the failure again."""
+    done = target.__dict__.get("_verified", set())
+    return [k for k in keys if (prop, k) not in done]
+
+
+def verified(target: Target, prop: str, key) -> None:
+    target.__dict__.setdefault("_verified", set()).add((prop, key))
+
+
+#: a batch of ``call_each`` aims at this many seconds (far below any per-call limit)
+BATCH_S = 0.5
+
+
+def call_each(target: Target, name: str, arg_tuples: list[tuple], kwargs: dict) -> list:
+    """``[impl(target, name)(*args, **kwargs) for args in arg_tuples]``, in order; when the
+    target is isolated, in batches of calls per request (a statistical property's thousands of
+    calls then cost a few round trips, not one each). The batch size adapts to the call's speed
+    so that a batch takes about ``BATCH_S`` (at most a tenth of the per-call limit): speed
+    decides how calls are grouped, never which calls are made or what is checked."""
+    if target.worker is None:
+        fn = impl(target, name)
+        return [fn(*args, **kwargs) for args in arg_tuples]
+    from harness.target_ops import call_each as remote_each
+    fn, out, size, budget = target.lookup(name), [], 8, min(BATCH_S, target.worker.timeout / 10)
+    while len(out) < len(arg_tuples):
+        batch = arg_tuples[len(out):len(out) + size]
+        start = time.perf_counter()
+        out += target.worker.apply(remote_each, (fn, batch, kwargs), {},
+                                   f"{name} (calls {len(out) + 1}-{len(out) + len(batch)} of {len(arg_tuples)})")
+        per_call = max(time.perf_counter() - start, 1e-6) / len(batch)
+        size = max(1, min(4 * size, int(budget / per_call)))
+    return out
+
+
 def call_under_autocast(target: Target, name: str, dtype: str, *args: Any, **kwargs: Any) -> Any:
     """The target's ``name`` called inside ``torch.autocast(<its device type>, dtype)`` where it
     runs (its worker when isolated), as training code calls it; ``Unsupported`` when the target
@@ -146,7 +187,7 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         assume(False)  # a dtype or size the target declares it does not support: draw another
     seed = getattr(cfg, "seed", None)
     if seed is not None:
-        torch.manual_seed(seed)  # a target that draws from torch's global RNG replays exactly
+        manual_seed(seed)  # a target that draws from torch's global RNG replays exactly
         if target.worker is not None:
             target.worker.next_seed = seed  # (in its worker: seeded before the example's first call)
     try:

@@ -46,10 +46,20 @@ def assign_parameters(mod: torch.nn.Module, name: str, shape: Any, params: dict[
             p.copy_(value.to(device=p.device, dtype=p.dtype))
 
 
+def manual_seed(seed: int) -> None:
+    """``torch.manual_seed(seed)`` for the CPU and, when present, CUDA, without its hidden cost:
+    on a machine without CUDA (or MTIA, XPU) ``torch.manual_seed`` still queues a lazy seeding
+    call for each of them with a formatted stack trace (milliseconds under pytest's and
+    Hypothesis' deep stacks, and a queue that grows with every call). Called once per example."""
+    torch.random.default_generator.manual_seed(int(seed))
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(int(seed))
+
+
 def seeded(seed: int, build: Callable, *args: Any, **kwargs: Any) -> Any:
     """``build(*args, **kwargs)`` with torch's global RNG seeded, and left as it was."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        manual_seed(seed)
         return build(*args, **kwargs)
 
 
@@ -77,3 +87,10 @@ def under_autocast(device_type: str, dtype: str, fn: Callable, *args: Any, **kwa
     calls a kernel (the autocast context must be entered where the target runs)."""
     with torch.autocast(device_type, dtype=getattr(torch, dtype)):
         return fn(*args, **kwargs)
+
+
+def call_each(fn: Callable, arg_tuples: list, kwargs: dict) -> list:
+    """``[fn(*args, **kwargs) for args in arg_tuples]``: a statistical property's loop of calls
+    in one request (one round trip for many calls; a generator among ``kwargs`` is one object,
+    drawn on by every call in turn)."""
+    return [fn(*args, **kwargs) for args in arg_tuples]

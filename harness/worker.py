@@ -14,7 +14,7 @@ Requests (``wire``-pickled tuples) and what they return:
   ("apply", fn, args, kwargs, ctx)       -> fn(*args, **kwargs): harness code run next to the
                                             target's objects (fn is imported here by name)
 Every request also carries the ids of the handles the harness dropped (freed here).
-A reply is ("ok", value, output, generator states) or ("raised", type name, message,
+A reply is ("ok", value, output, generator states, whether value holds a Ref) or ("raised", type name, message,
 traceback, output, is_assertion) or ("missing"/"broken", message, output).
 """
 from __future__ import annotations
@@ -30,10 +30,11 @@ from typing import Any
 
 import torch
 
-from harness import guard, loader, wire
+from harness import guard, loader, target_ops, wire
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
           range, slice, type(Ellipsis))
+_SCALARS = {bool, int, float, str}
 
 
 _HARNESS_FILES = {__file__, loader.__file__}
@@ -57,6 +58,8 @@ class Worker:
         if isinstance(obj, _PLAIN):
             return obj
         if type(obj) in (tuple, list):
+            if all(type(o) in _SCALARS for o in obj):
+                return obj  # a flat sequence of numbers (a token list): as it is
             return type(obj)(self.export(o) for o in obj)
         if type(obj) is dict and all(isinstance(k, (str, int)) for k in obj):
             return {k: self.export(v) for k, v in obj.items()}
@@ -90,7 +93,9 @@ class Worker:
                 self.objects.pop(oid, None)
             with _capture(self.output_path) as out:
                 try:
-                    reply = ("ok", getattr(self, "op_" + op)(*args), None)
+                    before = self.next_oid
+                    value = getattr(self, "op_" + op)(*args)
+                    reply = ("ok", value, self.next_oid != before)
                 except _Reply as r:
                     reply = r.reply
                 except BaseException as exc:  # noqa: BLE001 - whatever the target raises is a reply
@@ -102,7 +107,7 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - an unpicklable result
                 payload, _ = wire.dumps(("raised", type(exc).__name__,
                                          f"its result could not be sent back to the harness: {exc}",
-                                         "", reply[-2] if reply[0] == "ok" else None, False))
+                                         "", reply[2] if reply[0] == "ok" else None, False))
             self.conn.send_bytes(payload)
 
     def op_load(self, spec: str):
@@ -133,7 +138,7 @@ class Worker:
 
     def _run(self, fn, args, kwargs, ctx, check_inputs: bool):
         if ctx.get("seed") is not None:
-            torch.manual_seed(ctx["seed"])
+            target_ops.manual_seed(ctx["seed"])
         snapshots = _snapshots(args, kwargs) if check_inputs else []
         with torch.set_grad_enabled(ctx.get("grad", True)):
             result = fn(*args, **kwargs)
@@ -176,7 +181,7 @@ def _where(exc: BaseException, frames: int = 4) -> str:
 def _with_output(reply, output: str, gen_states):
     kind = reply[0]
     if kind == "ok":
-        return ("ok", reply[1], output, gen_states)
+        return ("ok", reply[1], output, gen_states, reply[2])
     if kind == "raised":
         return reply[:4] + (output,) + reply[5:]
     return reply + (output,)

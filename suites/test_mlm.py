@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from harness.configs_bert import DELTA, NO_SHRINK, MLMConfig, hoeffding_radius, mlm_configs
 from harness.conventions import check_convention
 from harness.guard import ImplementationError
+from harness.target_ops import manual_seed
 from harness.runner import impl, record_label, run
 
 FAMILY = "mlm"
@@ -167,9 +168,9 @@ def check_generator(target, cfg):
     ids, special = cfg.batch()
     seed = cfg.seed % 2**31
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1)
+        manual_seed(1)
         a = call_mask(target, cfg, ids, special, torch.Generator().manual_seed(seed))
-        torch.manual_seed(2)
+        manual_seed(2)
         b = call_mask(target, cfg, ids, special, torch.Generator().manual_seed(seed))
         c = call_mask(target, cfg, ids, special, torch.Generator().manual_seed(seed + 1))
     if not (torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])):
@@ -190,7 +191,7 @@ def check_dynamic_masking(target, cfg):
         raise AssertionError("masking the same batch twice with one generator gave the same mask (static masking, "
                              "as BERT's preprocessing): each call must draw a new mask")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed % 2**31)
+        manual_seed(cfg.seed % 2**31)
         first = call_mask(target, cfg, ids, special, None)[1]
         again = call_mask(target, cfg, ids, special, None)[1]
     if torch.equal(first, again):

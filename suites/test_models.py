@@ -22,6 +22,7 @@ from harness.configs_bert import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, 
                                   hoeffding_radius, inputs_configs, model_configs, nsp_configs)
 from harness.guard import ImplementationError
 from harness.isolation import is_module
+from harness.target_ops import manual_seed
 from harness.runner import impl, on_target, record_label, run
 from harness.target_ops import attribute_tensor, count_parameters, seeded
 from reference.bert import CONFIGS, PARAMETERS, PUBLISHED, parameter_count
@@ -91,7 +92,7 @@ def check_dependency(target, cfg):
     if not isinstance(D, int):
         raise ImplementationError("build_model()'s module has no integer attribute embed_dim (the input dim D)")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed % 2**31)
+        manual_seed(cfg.seed % 2**31)
         x = torch.randn(cfg.batch, cfg.length, D, dtype=dtype)
     out = guard.call(model, "build_model()(inputs_embeds)", x)
     if not isinstance(out, torch.Tensor) or out.dim() != 3 or tuple(out.shape[:2]) != (cfg.batch, cfg.length):

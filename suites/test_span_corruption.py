@@ -23,7 +23,8 @@ from hypothesis import given, settings
 
 from harness.configs_bert import DELTA, NO_SHRINK, SpanConfig, empirical_bernstein_radius, span_configs
 from harness.guard import ImplementationError
-from harness.runner import impl, run
+from harness.target_ops import manual_seed
+from harness.runner import call_each, impl, run
 
 FAMILY = "span_corruption"
 SPAN = "span_corruption"
@@ -31,10 +32,13 @@ pytestmark = pytest.mark.needs(SPAN)
 STAT_EXAMPLES = 2
 
 
-def call_span(target, cfg: SpanConfig, tokens, generator=None, fn=None, kwargs=None):
-    """The target's (inputs, targets) as CPU int64 (``fn``/``kwargs``: the guarded callable and
-    keyword arguments, looked up once for a loop of calls)."""
-    out = (fn or impl(target, SPAN))(tokens, generator=generator, **(kwargs or cfg.kwargs()))
+def call_span(target, cfg: SpanConfig, tokens, generator=None):
+    """The target's (inputs, targets) as CPU int64."""
+    return checked_output(impl(target, SPAN)(tokens, generator=generator, **cfg.kwargs()))
+
+
+def checked_output(out) -> tuple:
+    """One call's (inputs, targets) as CPU int64; an ImplementationError when it is not that."""
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise ImplementationError(f"{SPAN} returned {type(out).__name__}; the protocol returns (inputs, targets)")
     result = []
@@ -140,21 +144,25 @@ def _sequential(target, cfg, column: int, expected: float, value_range: float):
     |mean - expected| <= empirical Bernstein radius of the first n per-sequence values of
     ``column`` (0: corrupted tokens / L, 1: spans / L), delta = DELTA / (examples x checkpoints).
     Returns None, or (n, mean, radius, values so far) for the first checkpoint that fails."""
-    g, fn, kwargs = cfg.generator(4), impl(target, SPAN), cfg.kwargs()
+    g = cfg.generator(4)
     lowest = min(cfg.sentinel_ids)  # the sentinels are the top ids; tokens lie below them
     points = [c for c in CHECKPOINTS if c < cfg.calls] + [cfg.calls]
     delta = DELTA / (STAT_EXAMPLES * len(points))
     values = torch.empty(cfg.calls, 2)
     sequences = [cfg.tokens(salt=10 + k) for k in range(16)]
-    for i in range(cfg.calls):
-        inputs, targets = call_span(target, cfg, sequences[i % 16], g, fn, kwargs)
-        values[i, 0] = (len(targets) - int((targets >= lowest).sum())) / cfg.length
-        values[i, 1] = int((inputs >= lowest).sum()) / cfg.length
-        if i + 1 in points:
-            x = values[:i + 1, column]
-            radius = empirical_bernstein_radius(x, delta, value_range)
-            if abs(float(x.mean()) - expected) > radius:
-                return i + 1, float(x.mean()), radius, values[:i + 1]
+    done = 0
+    for n in points:  # the calls up to each checkpoint, then its test
+        outs = call_each(target, SPAN, [(sequences[i % 16],) for i in range(done, n)],
+                         dict(generator=g, **cfg.kwargs()))
+        for i, out in enumerate(outs, start=done):
+            inputs, targets = checked_output(out)
+            values[i, 0] = (len(targets) - int((targets >= lowest).sum())) / cfg.length
+            values[i, 1] = int((inputs >= lowest).sum()) / cfg.length
+        done = n
+        x = values[:n, column]
+        radius = empirical_bernstein_radius(x, delta, value_range)
+        if abs(float(x.mean()) - expected) > radius:
+            return n, float(x.mean()), radius, values[:n]
     return None
 
 
@@ -202,9 +210,9 @@ def check_generator(target, cfg):
     tokens = cfg.tokens()
     seed = cfg.seed % 2**31
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1)
+        manual_seed(1)
         a = call_span(target, cfg, tokens, torch.Generator().manual_seed(seed))
-        torch.manual_seed(2)
+        manual_seed(2)
         b = call_span(target, cfg, tokens, torch.Generator().manual_seed(seed))
         c = call_span(target, cfg, tokens, torch.Generator().manual_seed(seed + 1))
     if not all(torch.equal(x, y) for x, y in zip(a, b)):

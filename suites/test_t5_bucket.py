@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.configs_positions import t5_bucket_configs
 from harness.guard import ImplementationError
-from harness.runner import impl, run
+from harness.runner import impl, run, unverified, verified
 from reference.t5_bucket import log_position, t5_relative_position_bucket
 
 FAMILY = "t5_bucket"
@@ -195,10 +195,12 @@ def check_mesh_tf(target, cfg):
     """Equals the Mesh TensorFlow formula for every relative position in -300 .. 300, both modes,
     for the drawn (num_buckets, max_distance) and T5's (32, 128) among six fixed ones."""
     rp = torch.arange(-300, 301)
-    for nb, md in {(cfg.num_buckets, cfg.max_distance), *MESH_TF_GRID}:
+    drawn = (cfg.num_buckets, cfg.max_distance)
+    for nb, md in sorted({drawn, *unverified(target, "mesh_tf", MESH_TF_GRID)}):
         for bidirectional in (True, False):
             out = call_bucket(target, rp.to(target.device), bidirectional, nb, md)
             mismatch(out, rp, bidirectional, nb, md, "Mesh TF formula")
+        verified(target, "mesh_tf", (nb, md))
 
 
 @given(cfg=t5_bucket_configs())
