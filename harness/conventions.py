@@ -41,6 +41,12 @@ KNOWN: dict[str, Convention] = {c.key: c for c in [
         "nan": "the plain softmax over -inf",
         "uniform": "finite mask constants (e.g. finfo.min), Hugging Face eager attention",
     }),
+    Convention("dropout_rng", "global", {
+        "global": "torch SDPA, FlashAttention: the mask comes from torch's RNG, reproducible under "
+                  "torch.manual_seed",
+        "generator": "the kernel takes generator=torch.Generator: reproducible with a generator seeded "
+                     "alike, whatever the global RNG state",
+    }),
     Convention("rope_layout", None, {
         "rotate_half": "GPT-NeoX / Llama: pairs (i, i + D/2)",
         "interleaved": "GPT-J / Meta: pairs (2i, 2i + 1)",

@@ -138,6 +138,12 @@ NORMS = (
     _norm((2, 65), 2048, seed=74),
 )
 
+#: norms under torch.autocast (float32 input, the config's dtype is autocast's): wide rows, many tokens
+NORMS_AUTOCAST = (
+    _norm((3,), 1025, dtype="bfloat16", seed=75),
+    _norm((2, 4), 257, dtype="bfloat16", affine=False, seed=76),
+)
+
 
 def covering(configs, name: str = "cfg"):
     """Apply ``hypothesis.example(cfg=c)`` for every config: run first, on every profile."""

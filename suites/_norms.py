@@ -12,8 +12,8 @@ from harness import guard, tolerance
 from harness.configs_norms import NormConfig
 from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
-from harness.runner import impl, on_target
-from harness.target_ops import assign_parameters
+from harness.runner import impl, on_target, require_features
+from harness.target_ops import assign_parameters, under_autocast
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF = (torch.float16, torch.bfloat16)
@@ -156,3 +156,27 @@ def check_token_dims(target, name: str, cfg: NormConfig, mod: nn.Module, math: C
                 f"{cfg.normalized_shape}, not only some of its dims"
                 + (f"\n  token's output:    {flat(out)[t].tolist()[:8]}\n"
                    f"  reference output:  {flat(truth(math, x, **kw))[t].tolist()[:8]}" if nd > 1 else ""))
+
+
+def autocast_agree(target, name: str, mod: nn.Module, x: torch.Tensor, half: str, math: Callable, **kw) -> None:
+    """``mod(x)`` for float32 ``x`` and a float32 module called inside ``torch.autocast(half)``, as
+    mixed-precision training calls a norm. Autocast keeps norms in float32 (torch.nn's return
+    float32 at float32 precision); a statistic computed by a matmul, ``linear`` or ``einsum`` is
+    silently run in ``half``. The output may be float32 (then it is held to the float32
+    tolerance: the precision autocast keeps must not be lost) or ``half`` (held to its own)."""
+    require_features(target, "autocast")
+    device_type = torch.device(target.device).type
+    out = on_target(target, under_autocast, device_type, half, mod, x)
+    if isinstance(out, torch.Tensor) and out.dtype == getattr(torch, half):
+        dtype = out.dtype
+    else:
+        dtype = torch.float32
+    out = expect_tensor(out, name, tuple(x.shape), dtype, x.device)
+    nai = math(x.cpu(), compute_dtype=torch.float32, **kw).to(dtype)
+    cmp = tolerance.compare(out, truth(math, x, **kw), nai, dtype=dtype)
+    if not cmp.ok:
+        raise AssertionError(
+            f"{name} of float32 x under torch.autocast({device_type!r}, {half}) returned {dtype} that differs "
+            f"from the float64 math: {cmp.describe()}; autocast keeps norms in float32, so the statistics must "
+            f"not be computed in {half} (a matmul, linear or einsum that forms the mean or the mean square "
+            f"is autocast to {half})")

@@ -2,7 +2,8 @@
 
 Dropout acts on the attention *weights*: ``softmax(QK^T * scale) ∘ D / (1 - p)`` with D a
 Bernoulli(1 - p) keep mask, fresh for every call, batch item, head and query row, drawn from
-torch's RNG (reproducible under ``torch.manual_seed``).
+torch's RNG (reproducible under ``torch.manual_seed``), or, as the named convention
+``dropout_rng = generator``, from the ``generator=`` the caller passes.
 
 The probe reads the mask out exactly. With Q = K = 0 every weight is 1/S; with values
 ``V = S * [I_S | 1]`` (Ev = S + 1) the output row of query i is
@@ -22,6 +23,8 @@ False-failure bounds (a correct kernel with independent Bernoulli(1 - p) keeps):
   fresh_masks two independent masks of n >= 256 weights agree everywhere with probability
               (p^2 + (1-p)^2)^n <= 0.68^256 < 1e-40 (p in [0.2, 0.7]); each comparison is of
               at least that many weights, and there are fewer than 100 of them.
+  seeded      two independent masks of n >= 256 weights agree with probability < 1e-40 (as
+              above): a mask that is not reproducible is never mistaken for one that is.
   the others  are exact identities of the probe (no statistics): only the tolerance policy.
 """
 from __future__ import annotations
@@ -34,7 +37,9 @@ from hypothesis import given
 
 from harness import tolerance
 from harness.configs import DropoutConfig, dropout_configs
-from harness.runner import on_target, run
+from harness.conventions import KNOWN, check_convention
+from harness.guard import ImplementationError
+from harness.runner import on_target, record_label, run
 from harness.target_ops import seeded
 from suites._attention import SDPA, call_sdpa
 
@@ -126,16 +131,47 @@ def check_dropout_fresh_masks(target, cfg):
                              "(one mask per key), not on the attention weights")
 
 
-def check_dropout_seeded(target, cfg):
-    """Calls are reproducible under torch.manual_seed, and another seed gives another mask."""
+def _reproducible(target, cfg, how: str, seed: int, seed_b: int | None = None):
+    """Two calls' keep masks: ``global``: each after torch.manual_seed(seed) (``seed_b`` for the
+    second); ``generator``: each with generator=torch.Generator().manual_seed(seed) (``seed_b``),
+    after different global seeds. None when the target does not take ``generator=``."""
     q, k, v = probe(cfg, target.device)
     fn = target.lookup(SDPA)
+    seeds = (seed, seed if seed_b is None else seed_b)
+    try:
+        if how == "global":
+            outs = [on_target(target, seeded, s, fn, q, k, v, dropout_p=cfg.dropout_p) for s in seeds]
+        else:
+            outs = [on_target(target, seeded, g_seed, fn, q, k, v, dropout_p=cfg.dropout_p,
+                              generator=torch.Generator(device=target.device).manual_seed(s))
+                    for g_seed, s in zip((1, 2), seeds)]
+    except ImplementationError as exc:
+        if how == "generator" and "generator" in str(exc) and "TypeError" in str(exc):
+            return None
+        raise
+    return [keep_mask(o, cfg) for o in outs]
+
+
+def check_dropout_seeded(target, cfg):
+    """Calls are reproducible: under torch.manual_seed (the protocol default, ``dropout_rng =
+    global``) or, declared as ``dropout_rng = generator``, with a ``generator=`` seeded alike
+    whatever the global RNG state. Which one holds is measured and named; another seed gives
+    another mask."""
     seed = cfg.seed % 2**31
-    a, b, c = (on_target(target, seeded, s, fn, q, k, v, dropout_p=cfg.dropout_p) for s in (seed, seed, seed + 1))
-    if not torch.equal(keep_mask(a, cfg), keep_mask(b, cfg)):
-        raise AssertionError(f"two calls after torch.manual_seed({seed}) dropped different weights: the "
-                             f"kernel does not draw its mask from torch's RNG (or not only from it)")
-    _distinct(keep_mask(a, cfg), keep_mask(c, cfg), f"calls after torch.manual_seed({seed}) and ({seed + 1})")
+    declared = target.conventions.get("dropout_rng", KNOWN["dropout_rng"].default)
+    measured = None
+    for how in (declared, *(h for h in KNOWN["dropout_rng"].values if h != declared)):
+        masks = _reproducible(target, cfg, how, seed)
+        if masks is not None and torch.equal(*masks):
+            measured = how
+            break
+    record_label(check_convention(
+        "dropout_rng", measured, target.conventions,
+        f"\n  two calls after torch.manual_seed({seed}) dropped different weights (and so did two calls with "
+        f"generators seeded alike, where the kernel takes generator=): the kernel does not draw its mask from "
+        f"torch's RNG, or not only from it"))
+    a, c = _reproducible(target, cfg, measured, seed, seed + 1)
+    _distinct(a, c, f"calls seeded {seed} and {seed + 1} ({measured} RNG)")
 
 
 @given(cfg=dropout_configs())

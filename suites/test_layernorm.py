@@ -18,10 +18,11 @@ from hypothesis import given
 from harness import regimes
 from harness.regimes import covering
 from harness import tolerance
+from harness.configs import autocast_dtypes
 from harness.configs_norms import half_dtypes, norm_configs
 from harness.runner import run
 from reference.layernorm import layer_norm_math
-from suites._norms import (LN, agree, build, check_token_dims, forward, matches, naive, token_stats,
+from suites._norms import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive, token_stats,
                            truth, unchanged)
 
 FAMILY = "layernorm"
@@ -160,6 +161,17 @@ def check_normalized_dims(target, cfg):
                      eps=cfg.eps, **params)
 
 
+def check_autocast(target, cfg):
+    """float32 x (offset by 32 std, which a mean formed in half precision cannot survive) and a
+    float32 LayerNorm called inside torch.autocast(dtype = the config's half dtype): the output
+    keeps the precision autocast keeps for norms (float32 output: the float32 tolerance)."""
+    std = _std(cfg)
+    x = cfg.x(target.device, std=std).float() + 32 * std
+    mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, dtype=torch.float32, **_identity(cfg))
+    autocast_agree(target, LN, mod, x, cfg.dtype, layer_norm_math, normalized_shape=cfg.normalized_shape,
+                   eps=cfg.eps)
+
+
 @given(cfg=norm_configs())
 @covering(regimes.NORMS)
 def test_standardized(target, cfg):
@@ -196,3 +208,10 @@ def test_large_values(target, cfg):
 @given(cfg=norm_configs(min_tokens=2, min_features=2))
 def test_normalized_dims(target, cfg):
     run(target, check_normalized_dims, cfg)
+
+
+@pytest.mark.uses("autocast")
+@given(cfg=norm_configs(dtypes=autocast_dtypes()))
+@covering(regimes.NORMS_AUTOCAST)
+def test_autocast(target, cfg):
+    run(target, check_autocast, cfg)

@@ -19,12 +19,13 @@ from hypothesis import given
 
 from harness import regimes
 from harness.regimes import covering
+from harness.configs import autocast_dtypes
 from harness.configs_norms import half_dtypes, norm_configs
 from harness.conventions import KNOWN, check_convention
 from harness.runner import record_label, run
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import default_eps, rms_norm_math
-from suites._norms import RMS, agree, build, check_token_dims, forward, matches, unchanged
+from suites._norms import RMS, agree, autocast_agree, build, check_token_dims, forward, matches, unchanged
 
 FAMILY = "rmsnorm"
 pytestmark = pytest.mark.needs(RMS)
@@ -56,6 +57,16 @@ def _rms(target, cfg, eps, gamma=None, affine=None, **kw):
 def _std(cfg) -> float:
     """A spread that makes eps small next to the mean square (<= 4, so float16 math stays finite)."""
     return min(4.0, max(2.0 ** cfg.log2_scale, 16 * math.sqrt(cfg.eps)))
+
+
+def check_autocast(target, cfg):
+    """float32 x and a float32 RMSNorm called inside torch.autocast(dtype = the config's half
+    dtype): the output keeps the precision autocast keeps for norms (float32 output: the float32
+    tolerance; a mean square formed by a matmul in half precision is off by ~2^-9)."""
+    x = cfg.x(target.device, std=_std(cfg)).float()
+    mod, gamma = _rms(target, cfg, cfg.eps, dtype=torch.float32)
+    autocast_agree(target, RMS, mod, x, cfg.dtype, rms_norm_math, normalized_shape=cfg.normalized_shape,
+                   weight=gamma, eps=cfg.eps)
 
 
 def check_scale_invariance(target, cfg):
@@ -199,3 +210,10 @@ def test_large_values(target, cfg):
 @given(cfg=norm_configs(min_tokens=2, min_features=2))
 def test_normalized_dims(target, cfg):
     run(target, check_normalized_dims, cfg)
+
+
+@pytest.mark.uses("autocast")
+@given(cfg=norm_configs(dtypes=autocast_dtypes()))
+@covering(regimes.NORMS_AUTOCAST)
+def test_autocast(target, cfg):
+    run(target, check_autocast, cfg)

@@ -56,6 +56,7 @@ BUGS = [
     ("dropout_on_output.py", "test_dropout_on_weights"),
     ("dropout_on_values.py", "test_dropout_fresh_masks"),
     ("dropout_own_generator.py", "test_dropout_seeded"),
+    ("dropout_generator_undeclared.py", "test_dropout_seeded"),
     # the tile-boundary regime: each is right below its boundary and wrong above it
     ("causal_leak_past_128.py", "test_causal"),
     ("gqa_modulo_large_groups.py", "test_gqa"),
@@ -93,7 +94,9 @@ MESSAGES = {
     "dropout_p_ignored.py": ["dropout_p is ignored"],
     "dropout_on_output.py": ["acts on the output or on the values"],
     "dropout_on_values.py": ["dropout acts on the values"],
-    "dropout_own_generator.py": ["torch.manual_seed"],
+    "dropout_own_generator.py": ["torch.manual_seed", "matches no known convention"],
+    "dropout_generator_undeclared.py": ["convention mismatch", "dropout_rng: the code follows generator",
+                                        "HARNESS_CONVENTIONS"],
     "key_padding_on_query_axis.py": ["(B, 1, 1, S) key padding"],
     "output_aliases_value.py": ["shares the memory of its argument 2"],
     "strides_ignored.py": ["strides"],
@@ -107,6 +110,9 @@ DECLARED = [
     ("window_w_plus_one_declared.py", "test_sliding_window.py",
      ["test_window_extent", "test_window_agreement", "test_outside_window"],
      {"sliding_window.window_extent": "convention:w+1"}),
+    ("dropout_generator_declared.py", "test_attention_dropout.py",
+     ["test_dropout_seeded", "test_dropout_keep_rate", "test_dropout_fresh_masks"],
+     {"attention.dropout_seeded": "convention:generator"}),
 ]
 
 
