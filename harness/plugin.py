@@ -310,6 +310,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     rows = config.stash.get(_RESULTS_KEY, [])
     if not rows:
         return
+    undeclared = [r for r in rows if r["outcome"] == "skipped"
+                  and r["reason"].startswith(f"{runner.UNSUPPORTED} (undeclared")]
+    if undeclared:  # not a bug, not a pass: the target raised NotImplementedError without declaring it
+        terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
+        for r in undeclared:
+            terminalreporter.write_line(f"{r['property']} [{r['target']}]: {r['reason']}", yellow=True)
     from reports.conformance import conformance_table, write_conformance
     table = conformance_table(rows)
     terminalreporter.write_sep("=", "conformance (property x target)")

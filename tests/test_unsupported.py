@@ -58,6 +58,9 @@ def test_an_undeclared_not_implemented_error_is_unsupported_not_a_pass(pytester,
     cell = cells[("attention.bool_mask", str(kernel))]
     assert cell.startswith("unsupported (undeclared: raised NotImplementedError: arbitrary attn_mask"), cell
     assert "HARNESS_UNSUPPORTED" in cell
+    summary = result.stdout.str()
+    assert "unsupported without a declaration (NotImplementedError)" in summary
+    assert f"attention.bool_mask [{kernel}]: unsupported (undeclared" in summary
 
 
 @pytest.mark.parametrize("declaration,message", [
