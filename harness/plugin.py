@@ -212,6 +212,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if target is None:
         return
     runner.take_labels()
+    runner.reset_configs()
     if target.worker is not None:
         target.worker.output_report()  # a fresh output budget per test
     if target.load_error is not None:
@@ -237,6 +238,31 @@ def property_of(item: pytest.Item) -> str:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """A property none of whose configurations the target supports is reported unsupported,
+    not as Hypothesis' "Unable to satisfy assumptions" error."""
+    from hypothesis.errors import Unsatisfiable
+    try:
+        return (yield)
+    except Unsatisfiable:
+        if _target_of(item) is None or not runner.unsupported_count() or runner.configs_checked():
+            raise
+        pytest.skip(f"{runner.UNSUPPORTED} ({runner.unsupported_summary()})")
+
+
+def unsupported_note() -> tuple[str, str] | None:
+    """(cell note, full note) for a test that passed over configurations as unsupported: the
+    cell says how many and of which kind, the full note (terminal summary, table detail) why."""
+    n = runner.unsupported_count()
+    if not n:
+        return None
+    why = runner.unsupported_summary()
+    kind = "NotImplementedError" if why.startswith("undeclared") else "declared"
+    count = f"{n} of {n + runner.configs_checked()} configs unsupported"
+    return f"{count} ({kind})", f"{count} ({why})"
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     target = _target_of(item)
@@ -252,6 +278,10 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             labels = runner.take_labels()
             if labels and report.passed:
                 report.user_properties.append(("harness_label", labels[-1]))
+            note = unsupported_note()
+            if note and not report.skipped:
+                report.user_properties.append(("harness_unsupported", note[0]))
+                report.user_properties.append(("harness_unsupported_detail", note[1]))
     return report
 
 
@@ -270,6 +300,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         results.append({"property": props["harness_property"], "target": props["harness_target"],
                         "when": report.when, "outcome": outcome,
                         "label": props.get("harness_label"),
+                        "unsupported": props.get("harness_unsupported"),
+                        "unsupported_detail": props.get("harness_unsupported_detail"),
                         "reason": reason})
 
 
@@ -310,12 +342,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     rows = config.stash.get(_RESULTS_KEY, [])
     if not rows:
         return
-    undeclared = [r for r in rows if r["outcome"] == "skipped"
+    undeclared = [(r, r["reason"]) for r in rows if r["outcome"] == "skipped"
                   and r["reason"].startswith(f"{runner.UNSUPPORTED} (undeclared")]
+    undeclared += [(r, r["unsupported_detail"]) for r in rows
+                   if "(undeclared" in (r.get("unsupported_detail") or "")]
     if undeclared:  # not a bug, not a pass: the target raised NotImplementedError without declaring it
         terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
-        for r in undeclared:
-            terminalreporter.write_line(f"{r['property']} [{r['target']}]: {r['reason']}", yellow=True)
+        for r, why in undeclared:
+            terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
     from reports.conformance import conformance_table, write_conformance
     table = conformance_table(rows)
     terminalreporter.write_sep("=", "conformance (property x target)")

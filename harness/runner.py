@@ -23,6 +23,7 @@ from typing import Any, Callable
 import pytest
 import torch
 from hypothesis import assume
+from hypothesis.errors import UnsatisfiedAssumption
 
 from harness import guard
 from harness.configs import Config
@@ -62,8 +63,57 @@ def not_implemented(exc: BaseException) -> str | None:
     return None
 
 
+class ConfigUnsupported(UnsatisfiedAssumption):
+    """This configuration needs what the target does not support. Hypothesis rejects the example
+    and draws another (an explicit ``@example`` is passed over), so the property is still checked
+    on every configuration the target does support; the plug-in reports the rejected ones."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+
+
+#: a property whose first this-many configurations are all unsupported, with none checked, is
+#: reported unsupported as a whole (a count, never a clock: the same verdict on a busy machine)
+GIVE_UP_AFTER = 30
+
 #: labels recorded by the check running now (read by the pytest plugin)
 _labels: list[str] = []
+#: the running test's bookkeeping: (reason, config) of each configuration rejected as
+#: unsupported, and how many were checked (reset by the plug-in before each test)
+_configs: dict = {"unsupported": [], "checked": 0}
+
+
+def reset_configs() -> None:
+    _configs["unsupported"], _configs["checked"] = [], 0
+
+
+def configs_checked() -> int:
+    return _configs["checked"]
+
+
+def unsupported_summary() -> str | None:
+    """What this test passed over, for the table: the most frequent reason and its first
+    configuration, e.g. ``declared: ... (first: AttnConfig(...))``; None when nothing was."""
+    pairs = _configs["unsupported"]
+    if not pairs:
+        return None
+    reasons = [r for r, _ in pairs]
+    top = max(dict.fromkeys(reasons), key=reasons.count)
+    first = next(c for r, c in pairs if r == top)
+    return f"{top} (e.g. config {first})" if top.startswith("undeclared") else top
+
+
+def unsupported_count() -> int:
+    return len(_configs["unsupported"])
+
+
+def _reject(reason: str, cfg: Config) -> None:
+    """Pass over this configuration as unsupported (``reason`` starts with ``declared:`` or
+    ``undeclared:``), or the whole property once ``GIVE_UP_AFTER`` were and none was checked."""
+    _configs["unsupported"].append((reason, str(cfg)))
+    if _configs["checked"] == 0 and len(_configs["unsupported"]) >= GIVE_UP_AFTER:
+        pytest.skip(f"{UNSUPPORTED} ({unsupported_summary()})")
+    raise ConfigUnsupported(reason)
 
 
 def record_label(label: str) -> None:
@@ -181,7 +231,11 @@ def repro_command(target: Target, check: Callable, cfg: Config) -> str:
 
 
 def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any:
-    """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro."""
+    """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro. A
+    configuration that needs a feature the target declares unsupported, or for which it raises
+    ``NotImplementedError``, raises ``ConfigUnsupported``: Hypothesis draws another, and the
+    plug-in reports the property's cell with the count of such configurations (``unsupported
+    (...)`` when none could be checked)."""
     __tracebackhide__ = True  # pytest shows the message, not this frame
     if not target.supports(cfg):
         assume(False)  # a dtype or size the target declares it does not support: draw another
@@ -191,16 +245,17 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         if target.worker is not None:
             target.worker.next_seed = seed  # (in its worker: seeded before the example's first call)
     try:
-        return check(target, cfg)
+        result = check(target, cfg)
     except Missing:
         raise
     except Unsupported as exc:
-        pytest.skip(f"{UNSUPPORTED} ({exc})")
+        _reject(str(exc), cfg)
     except (AssertionError, ConventionMismatch) as exc:
         why = not_implemented(exc) if isinstance(exc, guard.ImplementationError) else None
-        if why is not None:  # not a bug, not a pass: the property is reported unsupported
-            pytest.skip(f"{UNSUPPORTED} (undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
-                        f"config {cfg}; declare it in HARNESS_UNSUPPORTED or HARNESS_SIZES)")
+        if why is not None:  # not a bug, not a pass: this configuration is reported unsupported
+            _reject(f"undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
+                    f"declare it in HARNESS_UNSUPPORTED or HARNESS_SIZES", cfg)
+        _configs["checked"] += 1
         kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
             "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")
         message = (f"[{property_name(check)}] {kind} for target {target.spec!r}\n"
@@ -208,3 +263,5 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
                    f"  config: {cfg}\n"
                    f"  repro:  {repro_command(target, check, cfg)}")
         raise PropertyFailure(message) from None
+    _configs["checked"] += 1
+    return result

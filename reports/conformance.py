@@ -23,8 +23,9 @@ def cell(row: dict) -> tuple[int, str]:
         if reason.startswith("unsupported ("):  # the target's own declaration, or its NotImplementedError
             return _RANK["skipped"], reason
         return _RANK["skipped"], f"skipped ({reason})"
-    label = row.get("label")
-    return 0, label or "pass"
+    text = row.get("label") or "pass"
+    note = row.get("unsupported")  # configurations passed over: declared or NotImplementedError
+    return 0, f"{text}; {note}" if note else text
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
@@ -34,8 +35,9 @@ def long_table(rows: list[dict]) -> pd.DataFrame:
         key = (row["property"], row["target"])
         rank, text = cell(row)
         if key not in best or rank > best[key][0]:
-            best[key] = (rank, text, row.get("reason") or "")
-    data = [{"property": p, "target": t, "result": text, "detail": reason if rank >= 3 else ""}
+            best[key] = (rank, text, row.get("reason") or row.get("unsupported_detail") or "")
+    data = [{"property": p, "target": t, "result": text,
+             "detail": reason if rank >= 3 or "configs unsupported" in text else ""}
             for (p, t), (rank, text, reason) in best.items()]
     return pd.DataFrame(data, columns=["property", "target", "result", "detail"])
 

@@ -3,6 +3,8 @@
 properties that do not need the feature still run and pass."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.planted_support import conformance, run_suite
@@ -71,3 +73,57 @@ def test_a_broken_unsupported_declaration_does_not_load(tmp_path, declaration, m
     from harness.loader import load_target
     target = load_target(str(_kernel(tmp_path, "broken", declaration)))
     assert target.load_error and message in target.load_error, target.load_error
+
+
+#: a kernel without float32 (as FlashAttention), which it does not declare, and a bug on the
+#: configurations it does take: the scale is 1/E instead of 1/sqrt(E)
+HEAD_DIM_LIMITED = '''
+import math
+import torch
+import torch.nn.functional as F
+{declaration}
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    if query.dtype == torch.float32:
+        raise NotImplementedError("float32 inputs are not supported by this kernel")
+    if scale is None:
+        scale = {default_scale}
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                                          is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+'''
+
+
+def _limited(tmp_path, name, default_scale, declaration=""):
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD_DIM_LIMITED.format(declaration=declaration, default_scale=default_scale))
+    return path
+
+
+def test_a_bug_on_the_supported_configs_is_still_caught(pytester, tmp_path):
+    """Per configuration, not per property: before, the first configuration the kernel refused
+    (the tile-boundary regime starts in float32) skipped the whole property as 'unsupported',
+    and the wrong scale on every float16 / bfloat16 configuration went unseen."""
+    kernel = _limited(tmp_path, "limited_buggy", "1.0 / query.shape[-1]")
+    result = run_suite(pytester, ["test_attention.py"], [kernel], "test_scale")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "[attention.scale] property violated" in out, out[-3000:]
+
+
+def test_passed_over_configs_are_counted_in_the_cell_and_the_summary(pytester, tmp_path):
+    kernel = _limited(tmp_path, "limited_correct", "1.0 / math.sqrt(query.shape[-1])")
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_attention.py"], [kernel], "test_scale or test_multi_head",
+                       "--conformance-report", str(report))
+    result.assert_outcomes(passed=2)
+    cells = conformance(report)
+    for prop in ("attention.scale", "attention.multi_head"):
+        cell = cells[(prop, str(kernel))]
+        assert re.fullmatch(r"pass; \d+ of \d+ configs unsupported \(NotImplementedError\)", cell), cell
+    summary = result.stdout.str()
+    assert "unsupported without a declaration (NotImplementedError)" in summary
+    line = next(ln for ln in summary.splitlines() if ln.startswith(f"attention.scale [{kernel}]: "))
+    assert "configs unsupported (undeclared: raised NotImplementedError: float32 inputs" in line, line
+    assert "e.g. config AttnConfig(" in line and "dtype='float32'" in line, line
+

@@ -67,8 +67,12 @@ def main(args) -> int:
     except Missing as exc:
         print(f"SKIPPED: {exc}")
         return 0
+    except runner.ConfigUnsupported as exc:
+        print(f"UNSUPPORTED: {exc.reason}")
+        return 0
     except UnsatisfiedAssumption:
-        print(f"SKIPPED: {target.spec} declares HARNESS_DTYPES = {target.dtypes}")
+        print(f"SKIPPED: {target.spec} declares HARNESS_DTYPES = {target.dtypes}, "
+              f"HARNESS_SIZES = {target.sizes}")
         return 0
     except runner.PropertyFailure as exc:
         print(f"FAILED\n{exc}")
