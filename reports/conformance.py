@@ -51,6 +51,13 @@ def conformance_table(rows: list[dict]) -> pd.DataFrame:
     return wide
 
 
+def target_line(t) -> str:
+    """``- `spec`: file (version V)``; without a version (``unversioned``) nothing about one."""
+    version = getattr(t, "version", None)
+    tail = f" (version {version})" if version and version != "unversioned" else ""
+    return f"- `{t.spec}`: {t.file}{tail}\n"
+
+
 def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
     """Write conformance.csv, conformance.md and conformance.json into ``out_dir``."""
     out = Path(out_dir)
@@ -59,8 +66,7 @@ def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
     long = long_table(rows)
     paths = [out / "conformance.csv", out / "conformance.md", out / "conformance.json"]
     wide.to_csv(paths[0])
-    header = "# Conformance\n\n" + "".join(
-        f"- `{t.spec}`: {t.file} (version {t.version})\n" for t in targets)
+    header = "# Conformance\n\n" + "".join(target_line(t) for t in targets)
     paths[1].write_text(header + "\n" + wide.to_markdown() + "\n\n## Failures\n\n" +
                         (long[long.detail != ""].to_markdown(index=False) if (long.detail != "").any()
                          else "none") + "\n")
