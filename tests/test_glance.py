@@ -3,6 +3,7 @@ counts, plots titled in words, the conformance summary line and ``--hide-skipped
 "unversioned", progress off when stderr is not a terminal."""
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from reports import conformance
@@ -74,3 +75,48 @@ def test_plugin_hides_all_skipped_rows_by_default_and_prints_the_summary(pyteste
     shown = run_suite(pytester, ["test_attention.py"], [target], None, "--show-skipped").stdout.str()
     table = shown.split("conformance (property x target)")[1]
     assert "attention.scale" in table and "are hidden" not in table
+
+
+class _Stream:
+    def __init__(self, tty):
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def test_progress_bar_only_on_a_terminal_unless_asked():
+    from harness.bench.runner import progress_wanted
+    assert progress_wanted(None, _Stream(True)) and not progress_wanted(None, _Stream(False))
+    assert not progress_wanted(False, _Stream(True)) and progress_wanted(True, _Stream(False))
+
+
+def test_without_a_bar_each_finished_point_is_one_plain_line(tmp_path, capsys):
+    from harness.bench.runner import Point, Runner, Skip
+    from harness.bench.store import ResultStore
+
+    def skip():
+        raise Skip("needs CUDA")
+    runner = Runner(ResultStore(tmp_path), "x", "cpu")  # progress=None: capsys' stderr is no terminal
+    assert runner.progress is False
+    runner.run([Point("scaling", "a", {"n": 1}, lambda: {"time_s": 1.0}),
+                Point("scaling", "a", {"n": 2}, skip)], desc="scaling")
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("[scaling] 1/2 a n=1: ok (") and err[1] == "[scaling] 2/2 a n=2: skipped: needs CUDA"
+    assert "\r" not in "".join(err) and max(map(len, err)) < 200
+
+
+def test_run_passes_no_progress_to_its_bench_stages(monkeypatch, tmp_path):
+    import harness.commands.run as run_command
+    from harness.cli import main as cli
+    calls = []
+
+    def fake(argv):
+        calls.append(argv)
+        if argv[0] == "check":
+            (Path(argv[argv.index("--report") + 1])).mkdir(parents=True, exist_ok=True)
+            (Path(argv[argv.index("--report") + 1]) / "conformance.json").write_text("{}")
+        return 0
+    monkeypatch.setattr(run_command, "stage", fake)
+    assert cli(["run", "--out", str(tmp_path / "job"), "--no-progress"]) == 0
+    assert [("--no-progress" in a) for a in calls] == [False, True, True, False]
