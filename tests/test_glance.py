@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
+
 from reports import conformance
 
 
@@ -120,3 +122,28 @@ def test_run_passes_no_progress_to_its_bench_stages(monkeypatch, tmp_path):
     monkeypatch.setattr(run_command, "stage", fake)
     assert cli(["run", "--out", str(tmp_path / "job"), "--no-progress"]) == 0
     assert [("--no-progress" in a) for a in calls] == [False, True, True, False]
+
+
+def _skipping_run(tmp_path):
+    from tests.run_folders import NS, make_run
+    status = {("banded_window", n): ("skipped", "SDPA backend x is CUDA-only (device cpu)") for n in NS}
+    status[("target.sdpa", 4096)] = ("skipped", "time budget: 10 s of the run spent")
+    return make_run(tmp_path, "a", status=status)
+
+
+def test_summary_md_is_narrow_tables_with_skips_folded_to_counts(tmp_path):
+    from reports import tables
+    from reports.load import load_runs, tidy
+    df = tidy(load_runs([_skipping_run(tmp_path)]))
+    tables.write_tables(df, tmp_path / "out", ["csv", "md"])
+    md = (tmp_path / "out" / "summary.md").read_text()
+    widths = [line.count("|") - 1 for line in md.splitlines() if line.startswith("|")]
+    assert widths and max(widths) <= 14, max(widths)
+    assert "telemetry" not in md and "time_min_s" not in md and "every row: impl reference" in md
+    scaling = md.split("## scaling")[1].split("## ")[0]
+    assert "skipped (reason -> points)" in scaling
+    assert scaling.count("CUDA-only") == 1 and "|        5 | banded_window" in scaling
+    assert scaling.count("time budget") == 1
+    assert "oom" in scaling and "needs 4 GiB" in scaling  # a failed point keeps its row and reason
+    full = pd.read_csv(tmp_path / "out" / "summary_scaling.csv")  # the CSV keeps every row and column
+    assert (full["status"] == "skipped").sum() == 6 and "time_min_s" in full.columns
