@@ -147,3 +147,15 @@ def test_summary_md_is_narrow_tables_with_skips_folded_to_counts(tmp_path):
     assert "oom" in scaling and "needs 4 GiB" in scaling  # a failed point keeps its row and reason
     full = pd.read_csv(tmp_path / "out" / "summary_scaling.csv")  # the CSV keeps every row and column
     assert (full["status"] == "skipped").sum() == 6 and "time_min_s" in full.columns
+
+
+def test_html_folds_skipped_points_to_one_count_per_reason(tmp_path):
+    from harness.cli import main as cli
+    out = tmp_path / "out"
+    assert cli(["report", str(_skipping_run(tmp_path)), "--out", str(out), "--html", "--formats", "csv",
+                "--no-plots"]) == 0
+    text = (out / "report.html").read_text()
+    scaling = text.split("id='suite-scaling'")[1].split("<h2")[0]
+    assert "skipped: 6 point(s), by reason" in scaling
+    assert scaling.count("CUDA-only") == 1 and scaling.count("time budget") == 1
+    assert "every row: impl reference" in scaling and "time_min_s" not in scaling
