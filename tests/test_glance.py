@@ -159,3 +159,40 @@ def test_html_folds_skipped_points_to_one_count_per_reason(tmp_path):
     assert "skipped: 6 point(s), by reason" in scaling
     assert scaling.count("CUDA-only") == 1 and scaling.count("time budget") == 1
     assert "every row: impl reference" in scaling and "time_min_s" not in scaling
+
+
+def test_plots_are_titled_in_words_with_the_target_by_name_and_legends_outside(tmp_path, monkeypatch):
+    from reports import plots
+    from reports.load import load_runs, tidy
+    from tests.run_folders import make_run
+    figures = {}
+    save = plots._save
+
+    def keep(fig, out, name):
+        fig.canvas.draw()
+        figures[name] = [(ax.get_title(), [t.get_text() for t in ax.get_legend().get_texts()]
+                          if ax.get_legend() else [], ax.get_legend().get_window_extent().x0
+                          if ax.get_legend() else None, ax.get_window_extent().x1) for ax in fig.axes]
+        return save(fig, out, name)
+    monkeypatch.setattr(plots, "_save", keep)
+    runs = load_runs([make_run(tmp_path, "a", impl="/x/my_attn.py")])
+    plots.make_plots(tidy(runs), runs, tmp_path / "plots")
+    scaling = figures["scaling_scaling"]
+    assert [t for t, *_ in scaling] == ["attention time vs sequence length",
+                                        "attention peak memory vs sequence length"]
+    labels = [label for _, legend, *_ in scaling for label in legend]
+    assert any(label.startswith("my_attn.py (sdpa)") for label in labels), labels
+    assert not any("target.sdpa" in label or "=" in label.split(" (k")[0] or "<NA>" in label
+                   for label in labels), labels
+    for _, legend, x0, x1 in scaling + figures["kv_cache_bars"]:
+        assert legend and x0 >= x1, "the legend overlaps the data area"
+    heat = [name for name in figures if name.startswith("receptive_field_heatmap")]
+    assert heat and "banded_window" in figures[heat[0]][0][0]
+
+
+def test_legend_words_for_values():
+    from reports.plots import _label
+    row = pd.Series({"case": "lstm", "role": "comparison", "impl": "x", "causal": pd.NA, "window": 8})
+    assert _label(row, ["case", "causal", "window"]) == "lstm, window 8"
+    row = pd.Series({"case": "target.sdpa", "role": "target", "impl": "pkg/mine.py", "causal": True})
+    assert _label(row, ["case", "causal"]) == "mine.py (sdpa), causal"
