@@ -60,6 +60,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the conformance table (CSV, Markdown, JSON) into DIR")
     group.addoption("--device", default="cpu", metavar="DEVICE",
                     help="device for the suites' tensors: cpu, cuda, or auto (default cpu)")
+    group.addoption("--hide-skipped", action="store_const", const=True, default=None, dest="hide_skipped",
+                    help="leave the rows where every target was skipped out of the terminal's conformance "
+                         "table (default: when they are most of the rows); the written CSV/MD/JSON keep them")
+    group.addoption("--show-skipped", action="store_const", const=False, dest="hide_skipped",
+                    help="show every row in the terminal's conformance table")
     group.addoption("--torch-threads", type=int, default=None, metavar="N",
                     help="torch CPU threads (default 1 for conformance runs: the suites' tensors are "
                          "tiny and thread hand-off dominates; benchmark runs keep torch's default)")
@@ -350,10 +355,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
         for r, why in undeclared:
             terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
-    from reports.conformance import conformance_table, write_conformance
-    table = conformance_table(rows)
+    from reports.conformance import summary_lines, terminal_table, write_conformance
+    table, hidden = terminal_table(rows, config.getoption("hide_skipped", None))
     terminalreporter.write_sep("=", "conformance (property x target)")
-    terminalreporter.write_line(table.to_markdown())
+    terminalreporter.write_line(table.to_markdown() if len(table) else "(every row hidden)")
+    if hidden:
+        terminalreporter.write_line(f"{hidden} row(s) where every target was skipped are hidden "
+                                    f"(--show-skipped shows them; the written report keeps them)")
+    for line in summary_lines(rows):
+        terminalreporter.write_line(line)
     out = config.getoption("conformance_report")
     if out:
         paths = write_conformance(rows, out, targets=targets(config))

@@ -25,6 +25,16 @@ LOCK = ".bench.lock"
 #: files a bench writes besides results.jsonl and env.json (removed by ``--overwrite``)
 DERIVED = ("fits.json", "receptive_field_grad.csv", "receptive_field_grad_by_case.csv",
            "finetune_seeds.jsonl")
+
+
+def grad_case(cases) -> str:
+    """The receptive-field case whose profile ``receptive_field_grad.csv`` holds: the target's
+    sliding window when it was measured, else the Mistral block, else the first case by name."""
+    cases = set(cases)
+    return "target.sliding_window" if "target.sliding_window" in cases else (
+        "mistral_block" if "mistral_block" in cases else sorted(cases)[0])
+
+
 STATUSES = ("ok", "oom", "error", "nan", "skipped")
 #: a point that ran and failed (a regression when the baseline's was ok)
 BAD_STATUSES = ("oom", "error", "nan")

@@ -2,10 +2,15 @@
 
 Rows come from the pytest plug-in, one per test phase that decided an outcome:
 ``{"property", "target", "when", "outcome", "label", "reason"}``.
+
+What a person reads first: ``summary_lines`` (one count per target and kind of result) and, in the
+terminal, ``terminal_table`` (long reasons abbreviated; rows where every target was skipped may be
+left out). The written CSV/JSON keep every row and the full text.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -53,6 +58,69 @@ def conformance_table(rows: list[dict]) -> pd.DataFrame:
     return wide
 
 
+#: the kinds of result counted per target, in the order ``summary_lines`` prints them
+KINDS = ("pass", "convention", "partial", "fail", "error", "unsupported", "skipped")
+#: kinds a summary line names only when a target has one
+RARE_KINDS = ("partial", "error")
+
+
+def kind(result: str) -> str:
+    """The kind of a table cell: pass, convention, partial (checked on the configurations the
+    target supports, others passed over), fail, error, unsupported or skipped."""
+    if "configs unsupported" in str(result) and not str(result).startswith("unsupported"):
+        return "partial"
+    head = str(result).split(" ", 1)[0].split(":", 1)[0]
+    return head if head in KINDS else "pass"
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    """One line per target, ``<target>: pass 12, convention 3, fail 1, unsupported 2, skipped 61``
+    (partial and error only when there is one)."""
+    df = long_table(rows)
+    lines = []
+    for target, results in df.groupby("target", sort=False)["result"]:
+        counts = results.map(kind).value_counts()
+        shown = [k for k in KINDS if k not in RARE_KINDS or counts.get(k, 0)]
+        lines.append(f"{target}: " + ", ".join(f"{k} {int(counts.get(k, 0))}" for k in shown))
+    return lines
+
+
+def all_skipped(wide: pd.DataFrame) -> pd.Series:
+    """Per row of the wide table: every target's cell is a plain skip (not unsupported)."""
+    return wide.apply(lambda row: all(kind(c) == "skipped" for c in row.dropna()) and row.notna().any(),
+                      axis=1).astype(bool)
+
+
+def abbreviate(text, width: int = 40) -> str:
+    """``text`` for a narrow cell: a skip for a missing protocol name as ``skipped: no NAME`` (the
+    column names the target), anything else cut to ``width`` characters with an ellipsis (the
+    full text is in the CSV/JSON)."""
+    text = "" if text is None or (isinstance(text, float) and pd.isna(text)) else str(text)
+    text = re.sub(r"^skipped \(target '[^']*' has no attribute '([^']*)'\)$", r"skipped: no \1", text)
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
+def terminal_table(rows: list[dict], hide_skipped: bool | None = None,
+                   width: int = 40) -> tuple[pd.DataFrame, int]:
+    """The wide table as the terminal shows it: cells abbreviated to ``width`` characters, and with
+    ``hide_skipped`` the rows where every target was skipped left out (``None``: hide them when they
+    are most of the rows). Returns (table, how many rows were hidden)."""
+    wide = conformance_table(rows)
+    if wide.empty:
+        return wide, 0
+    skipped = all_skipped(wide)
+    hide = bool(skipped.sum() * 2 > len(wide)) if hide_skipped is None else bool(hide_skipped)
+    shown = wide[~skipped] if hide else wide
+    return shown.map(lambda c: abbreviate(c, width)), int(skipped.sum()) if hide else 0
+
+
+def target_line(t) -> str:
+    """``- `spec`: file (version V)``; without a version (``unversioned``) nothing about one."""
+    version = getattr(t, "version", None)
+    tail = f" (version {version})" if version and version != "unversioned" else ""
+    return f"- `{t.spec}`: {t.file}{tail}\n"
+
+
 def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
     """Write conformance.csv, conformance.md and conformance.json into ``out_dir``."""
     out = Path(out_dir)
@@ -61,8 +129,8 @@ def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
     long = long_table(rows)
     paths = [out / "conformance.csv", out / "conformance.md", out / "conformance.json"]
     wide.to_csv(paths[0])
-    header = "# Conformance\n\n" + "".join(
-        f"- `{t.spec}`: {t.file} (version {t.version})\n" for t in targets)
+    header = "# Conformance\n\n" + "".join(target_line(t) for t in targets) + \
+        "\n" + "".join(f"- {line}\n" for line in summary_lines(rows))
     paths[1].write_text(header + "\n" + wide.to_markdown() + "\n\n## Failures\n\n" +
                         (long[long.detail != ""].to_markdown(index=False) if (long.detail != "").any()
                          else "none") + "\n")

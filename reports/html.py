@@ -1,6 +1,6 @@
 """One self-contained HTML page: plots as base64 PNG data URIs, tables as HTML, inline CSS, no external
-assets. Order: summary, regressions (when any), environment, conformance, one section per suite (plots
-and summary table), baseline comparison.
+assets. Order: summary, regressions (when any), environment, conformance, one section per suite (plots,
+the narrow summary table and its skipped points counted by reason), baseline comparison.
 
 A tiny inline script records, after load, how many ``<img>`` decoded and are visible:
 ``<body data-images-loaded="k" data-images-total="n">`` (read by tests/test_html_render.py via
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports.tables import display_table
+from reports.glance import common_text, narrow
 
 CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;
@@ -79,6 +79,18 @@ def img_html(path: Path, title: str) -> str:
             f"<figcaption>{_esc(title)}</figcaption></figure>")
 
 
+def suite_html(suite: str, table: pd.DataFrame) -> list[str]:
+    """A suite's narrow table (``reports.glance``): the values common to every row in one line,
+    the rows, and the skipped points as one count per reason (never one row each)."""
+    g = narrow(table, suite)
+    parts = [f"<p class='meta'>{_esc(common_text(g.common))}</p>"] if g.common else []
+    parts.append(table_html(g.table))
+    if len(g.skipped):
+        parts += [f"<p class='meta'>skipped: {int(g.skipped['points'].sum())} point(s), by reason</p>",
+                  table_html(g.skipped)]
+    return parts
+
+
 def env_table(runs) -> pd.DataFrame:
     keys = list(dict.fromkeys(k for r in runs for k in r.env))
     rows = []
@@ -121,7 +133,7 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
         parts.append(f"<h2 id='suite-{_esc(suite)}'>{_esc(suite)}</h2>")
         parts += [img_html(p.path, p.title) for p in plots if p.section == suite]
         if suite in tables:
-            parts.append(table_html(display_table(tables[suite])))
+            parts += suite_html(suite, tables[suite])
     if comparison is not None:
         counts = comparison["verdict"].value_counts().rename_axis("verdict").reset_index(name="rows")
         notable = comparison[comparison["verdict"] != "ok"]

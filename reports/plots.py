@@ -1,9 +1,12 @@
 """PNG plots (matplotlib Agg + seaborn) from the tidy results.
 
-- scaling: log-log time vs n and peak memory vs n, one line per case (and run, and other varying
-  params), the fitted exponent in the legend (fits.json, else ``reports.fit``); oom/error/nan points as
-  red crosses along the top of the panel at their n;
-- receptive field: heatmap of gradient magnitude by distance and depth (``receptive_field_grad.csv``);
+- scaling: log-log time and peak memory vs sequence length n (one panel above the other), one line
+  per case (and run, and other varying params), the fitted exponent in the legend (fits.json, else
+  ``reports.fit``); oom/error/nan points as red crosses along the top of the panel at their n;
+- receptive field: heatmap of gradient magnitude by distance and depth (``receptive_field_grad.csv``),
+  titled with the case it shows (``harness.runfolder.grad_case``);
+Titles and legends are in words (``attention time vs sequence length``; ``window 8, causal``), a
+target row under the target's own name (``case_name``), legends right of the axes, outside the data.
 - KV cache: bars by head configuration, measured vs formula;
 - finetune: accuracy bars with their 95 % CI when the metrics carry one.
 ``make_plots`` returns ``[Plot(section, title, path)]``.
@@ -24,6 +27,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
+from harness.runfolder import grad_case  # noqa: E402
 from reports import fit as fitting  # noqa: E402
 from reports.compare import CI_NAMES  # noqa: E402
 from reports.load import BAD_STATUSES, param_columns, points  # noqa: E402
@@ -54,8 +58,45 @@ def _wide(sub: pd.DataFrame) -> pd.DataFrame:
     return pts.merge(wide.reset_index(), on=["run_id", "key"], how="left")
 
 
+#: what a suite's plots are about, in words (a suite not listed: its name)
+SUITE_WORDS = {"scaling": "attention", "pytest-benchmark": "benchmark"}
+METRIC_WORDS = {"time_s": "time", "peak_mem_bytes": "peak memory"}
+#: words for a boolean parameter's two values (others: "name" / "not name")
+BOOL_WORDS = {"causal": ("causal", "non-causal")}
+
+
+def case_name(case, role=None, impl=None) -> str:
+    """A case as a legend says it: a ``target.X`` row of role "target" under the target's own name
+    (``my_attn.py (X)``: the file name of its spec), any other case as it is."""
+    case = str(case)
+    if role == "target" and case.startswith("target.") and impl:
+        return f"{Path(str(impl)).name} ({case.removeprefix('target.')})"
+    return case
+
+
+def _value_words(col: str, value) -> str:
+    """``window 8``, ``kv heads 2``, ``causal`` / ``non-causal``; an empty value says nothing."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    name = col.replace("_", " ")
+    if isinstance(value, (bool, np.bool_)) or str(value) in ("True", "False"):
+        yes, no = BOOL_WORDS.get(col, (name, f"not {name}"))
+        return yes if str(value) == "True" else no
+    return str(value) if col in ("run_id", "impl", "device") else f"{name} {value}"
+
+
 def _label(row, cols) -> str:
-    return ", ".join(f"{c}={row[c]}" if c not in ("case", "run_id") else str(row[c]) for c in cols)
+    """The legend (or bar) label of ``row``: its case by name, then the varying values in words."""
+    words = [case_name(row["case"], row.get("role"), row.get("impl")) if c == "case" else
+             _value_words(c, row[c]) for c in cols]
+    return ", ".join(w for w in words if w)
+
+
+def _legend_outside(ax, handles) -> None:
+    """The legend right of the axes, outside the data (``bbox_inches="tight"`` keeps it)."""
+    if handles:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                  ncol=1 if len(handles) <= 14 else 2)
 
 
 def _save(fig, out: Path, name: str) -> Path:
@@ -89,8 +130,9 @@ def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> P
     groups = list(data.groupby(group_cols, sort=True, dropna=False))
     n_cases = data.groupby(["run_id", "case"]).ngroups
     palette = sns.color_palette("tab10", max(len(groups), 1))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(6.5 * len(metrics), 4.6), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(8.5, 4.4 * len(metrics)), squeeze=False)
+    what = SUITE_WORDS.get(suite, suite)
+    for ax, metric in zip(axes[:, 0], metrics):
         for color, (_, g) in zip(palette, groups):
             g = g.sort_values("n")
             ok = g[(g["status"] == "ok") & g[metric].notna()]
@@ -114,17 +156,25 @@ def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> P
         ax.set_yscale("log")
         ax.set_xlabel("n (sequence length)")
         ax.set_ylabel({"time_s": "median time (s)", "peak_mem_bytes": "peak memory (bytes)"}[metric])
-        ax.set_title(f"{suite}: {metric} vs n")
+        ax.set_title(f"{what} {METRIC_WORDS[metric]} vs sequence length")
         ax.grid(True, which="both", alpha=0.3)
         if (data["status"].isin(BAD_STATUSES)).any():
             ax.scatter([], [], marker="X", color="grey", edgecolors="red", label="oom / error / nan")
-        handles = ax.get_legend_handles_labels()[0]
-        if len(handles) > 7:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.14), ncol=1)
-        elif handles:
-            ax.legend(fontsize=7, loc="best")
-    return Plot(suite, f"{suite}: time and memory vs n (log-log, k = fitted exponent, 95% CI)",
+        _legend_outside(ax, ax.get_legend_handles_labels()[0])
+    fig.tight_layout()
+    return Plot(suite, f"{what}: time and memory vs sequence length (log-log, k = fitted exponent, 95% CI)",
                 _save(fig, out, f"{suite}_scaling"))
+
+
+def _grad_case_name(run) -> str:
+    """The case ``receptive_field_grad.csv`` of ``run`` holds, by name, with its window."""
+    rows = [r for r in run.results if r.get("suite") == "receptive_field" and r.get("status") == "ok"]
+    if not rows:
+        return "the measured case"
+    case = grad_case(r["case"] for r in rows)
+    row = next(r for r in rows if r["case"] == case)
+    window = (row.get("params") or {}).get("window")
+    return case_name(case, row.get("role"), row.get("impl")) + (f", window {window}" if window else "")
 
 
 def rf_heatmap(run, out: Path) -> Plot | None:
@@ -142,8 +192,9 @@ def rf_heatmap(run, out: Path) -> Plot | None:
     ax.grid(False)
     ax.set_xlabel("distance (tokens back from the output position); blank: zero gradient")
     ax.set_ylabel("depth (layers)")
-    ax.set_title(f"receptive field: gradient magnitude by distance and depth ({run.run_id})")
-    return Plot("receptive_field", f"Receptive field gradient heatmap ({run.run_id})",
+    shown = _grad_case_name(run)
+    ax.set_title(f"receptive field of {shown}: gradient magnitude by distance and depth ({run.run_id})")
+    return Plot("receptive_field", f"Receptive field gradient heatmap of {shown} ({run.run_id})",
                 _save(fig, out, f"receptive_field_heatmap_{run.run_id}"))
 
 
@@ -168,6 +219,7 @@ def kv_cache_bars(df: pd.DataFrame, out: Path) -> Plot | None:
     ax.set_xlabel("head configuration")
     ax.set_ylabel("KV-cache bytes")
     ax.set_title("KV cache: measured vs formula")
+    _legend_outside(ax, ax.get_legend_handles_labels()[0])
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
     return Plot("kv_cache", "KV cache by head configuration (measured vs formula)",

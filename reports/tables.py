@@ -85,16 +85,19 @@ def write_frame(table: pd.DataFrame, out, stem: str, formats, title: str | None 
 
 def write_tables(df: pd.DataFrame, out, formats=FORMATS,
                  tables: dict[str, pd.DataFrame] | None = None) -> list[Path]:
-    """The tidy table (``results.csv/.parquet``), one ``summary_<suite>`` per suite, ``summary.md``."""
+    """The tidy table (``results.csv/.parquet``), one ``summary_<suite>`` per suite (every column),
+    ``summary.md`` (per suite a narrow table and its skips folded to counts: ``reports.glance``)."""
     out = Path(out)
     tables = summary_tables(df) if tables is None else tables
     paths = write_frame(df, out, "results", [f for f in formats if f != "md"])
     for suite, table in tables.items():
         paths += write_frame(table, out, f"summary_{safe_name(suite)}", [f for f in formats if f != "md"])
     if "md" in formats:
-        parts = ["# Benchmark summary\n"]
+        from reports.glance import markdown
+        parts = ["# Benchmark summary\n", "Narrow tables: every column and row is in "
+                 "summary_<suite>.csv/.parquet.\n"]
         for suite, table in tables.items():
-            parts.append(f"## {suite}\n\n{to_markdown(display_table(table))}\n")
+            parts.append(markdown(suite, table, to_markdown))
         paths.append(out / "summary.md")
         paths[-1].write_text("\n".join(parts))
     return paths

@@ -93,20 +93,25 @@ def check_multi_head(target, cfg):
 
 def check_gqa(target, cfg):
     """GQA/MQA equals MHA with KV heads expanded by repeat_interleave, and a probe with a
-    distinct constant value per KV head proves query head h reads KV head h // (Hq/Hkv)."""
+    distinct constant value per KV head proves query head h reads KV head h // (Hq/Hkv).
+    The probe runs first, so a wrong head mapping fails naming the KV head each query head read."""
     q, k, v = cfg.qkv(target.device)
-    out = call_sdpa(target, cfg, q, k, v, enable_gqa=True)
-    k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
-    mha = call_sdpa(target, cfg, q, k_rep, v_rep, enable_gqa=False)
-    same(out, mha, q, k_rep, v_rep, "GQA output differs from MHA with repeat_interleave'd KV heads")
     probe = torch.arange(1, cfg.hkv + 1, dtype=v.dtype, device=v.device)
     v_probe = probe.view(cfg.hkv, 1, 1).expand_as(v).contiguous()  # KV head g holds the value g + 1
     read = call_sdpa(target, cfg, q, k, v_probe, enable_gqa=True).double().mean(dim=(-2, -1))
     read = read.reshape(-1, cfg.hq)[0].round().long() - 1  # KV head each query head read
     expected = torch.arange(cfg.hq) // cfg.group
     if not torch.equal(read.cpu(), expected):
-        raise AssertionError(f"query heads read KV heads {read.tolist()}; expected "
-                             f"{expected.tolist()} (h // {cfg.group}, repeat_interleave order)")
+        wrong = [f"query head {h} read KV head {r}, expected {e}"
+                 for h, (r, e) in enumerate(zip(read.tolist(), expected.tolist())) if r != e]
+        more = f" (and {len(wrong) - 4} more)" if len(wrong) > 4 else ""
+        raise AssertionError(f"{'; '.join(wrong[:4])}{more}; all query heads read KV heads "
+                             f"{read.tolist()}, expected {expected.tolist()} (h // {cfg.group}, "
+                             f"repeat_interleave order)")
+    out = call_sdpa(target, cfg, q, k, v, enable_gqa=True)
+    k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
+    mha = call_sdpa(target, cfg, q, k_rep, v_rep, enable_gqa=False)
+    same(out, mha, q, k_rep, v_rep, "GQA output differs from MHA with repeat_interleave'd KV heads")
 
 
 def layouts(cfg, q, k, v):

@@ -127,3 +127,12 @@ def test_passed_over_configs_are_counted_in_the_cell_and_the_summary(pytester, t
     assert "configs unsupported (undeclared: raised NotImplementedError: float32 inputs" in line, line
     assert "e.g. config AttnConfig(" in line and "dtype='float32'" in line, line
 
+
+
+def test_a_partly_supported_property_is_counted_partial_in_the_summary_line():
+    from reports.conformance import summary_lines
+    rows = [{"property": "attention.scale", "target": "k", "when": "call", "outcome": "passed", "label": None,
+             "reason": "", "unsupported": "3 of 33 configs unsupported (NotImplementedError)"},
+            {"property": "attention.gqa", "target": "k", "when": "call", "outcome": "passed", "label": None,
+             "reason": ""}]
+    assert summary_lines(rows) == ["k: pass 1, convention 0, partial 1, fail 0, unsupported 0, skipped 0"]

@@ -36,6 +36,7 @@ import torch
 
 from harness.bench import Check, Context
 from harness.bench.runner import Point, Skip, check_finite
+from harness.runfolder import grad_case
 from reference import registry
 
 SUITE = "receptive_field"
@@ -171,9 +172,7 @@ def write_grad_csv(run_dir, rows: list[dict]) -> list[Path]:
           and "grad_norm_by_distance" in (r.get("metrics") or {})]
     if not rs:
         return []
-    cases = {r["case"] for r in rs}
-    primary = "target.sliding_window" if "target.sliding_window" in cases else (
-        "mistral_block" if "mistral_block" in cases else sorted(cases)[0])
+    primary = grad_case(r["case"] for r in rs)
     run_dir = Path(run_dir)
     main_path, all_path = run_dir / "receptive_field_grad.csv", run_dir / "receptive_field_grad_by_case.csv"
     order = sorted(rs, key=lambda r: (CASES.index(r["case"]) if r["case"] in CASES else 99, r["params"]["depth"]))

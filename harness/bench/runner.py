@@ -17,7 +17,9 @@ A suite builds a list of ``Point``s (suite, case, params, ``measure``). For each
 - with a ``deadline`` (``time.perf_counter()`` value; ``harness bench --time-budget-s``),
   a point that would start after it is not run: its row is "skipped" with a reason
   starting with "time budget". The point in flight is never interrupted.
-Progress is a tqdm bar whose postfix names the point being measured.
+Progress is a tqdm bar whose postfix names the point being measured, when stderr is a terminal
+(``progress=None``, the default) or ``progress=True``; otherwise (``harness bench --no-progress``, a
+redirected log) one plain line per finished point on stderr, ``[suite] k/N label: ok (1.2 s elapsed)``.
 """
 from __future__ import annotations
 
@@ -146,12 +148,25 @@ class Point:
         return f"{self.case} {shown}".strip()
 
 
+def progress_wanted(progress: bool | None, stream=None) -> bool:
+    """Whether to draw a tqdm bar: ``progress`` when given, else whether ``stream`` (stderr) is a
+    terminal -- a bar redrawn into a log file is one line of thousands of characters."""
+    if progress is not None:
+        return bool(progress)
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False
+
+
 class Runner:
-    def __init__(self, store: ResultStore, impl: str, device: str, progress: bool = True,
+    def __init__(self, store: ResultStore, impl: str, device: str, progress: bool | None = None,
                  verbose: bool = True, deadline: float | None = None, budget_s: float | None = None,
                  clock: Callable[[], float] = time.perf_counter):
         self.store, self.impl, self.device = store, impl, device
-        self.progress, self.verbose = progress, verbose
+        self.progress = progress_wanted(progress)
+        self.verbose = verbose
         self.deadline, self.budget_s, self.clock = deadline, budget_s, clock
         self.counts: Counter = Counter()
         self.rows: list[dict] = []
@@ -160,6 +175,7 @@ class Runner:
         self.desc = "bench"
         self._bar = None
         self._budget_told = False
+        self._total, self._written, self._started = 0, 0, clock()
 
     def over_budget(self) -> bool:
         return self.deadline is not None and self.clock() > self.deadline
@@ -186,16 +202,27 @@ class Runner:
         self.recorded[key] = row
         self.rows.append(row)
         self.counts[row["status"]] += 1
+        self._written += 1
         if self._bar is not None:
             self._bar.update(1)
         budget = row["status"] == "skipped" and (row["reason"] or "").startswith(BUDGET_REASON)
+        lines = self.verbose and not self.progress  # the plain-line progress of a run without a bar
+        if lines and row["status"] == "ok":
+            print(f"[{self.desc}] {self._done()} {point.label()}: ok "
+                  f"({self.clock() - self._started:.1f} s elapsed)",
+                  file=sys.stderr, flush=True)
         if self.verbose and row["status"] != "ok" and not (budget and self._budget_told):
-            msg = f"[{self.desc}] {point.label()}: {row['status']}: {row['reason']}"
+            msg = f"[{self.desc}]{' ' + self._done() if lines else ''} {point.label()}: {row['status']}: " \
+                  f"{row['reason']}"
             if budget:
                 msg += "; the remaining points are recorded as skipped"
                 self._budget_told = True
             (self._bar.write(msg, file=sys.stderr) if self._bar is not None else print(msg, file=sys.stderr))
         return row
+
+    def _done(self) -> str:
+        """``k/N``: points of this ``run`` written so far, of those it had to do."""
+        return f"{self._written}/{self._total or '?'}"
 
     def run_one(self, point: Point) -> dict:
         status, reason, metrics, telemetry = "ok", None, dict(point.static_metrics), None
@@ -234,6 +261,7 @@ class Runner:
         if done and self.verbose:
             print(f"[{desc}] resume: {done} of {len(points)} points already measured", file=sys.stderr)
         self.desc, self._budget_told = desc, False
+        self._total, self._written, self._started = len(todo), 0, self.clock()
         if self.progress:
             try:
                 from tqdm import tqdm

@@ -83,7 +83,9 @@ def add_parser(sub) -> None:
                    help="start no new point after this many seconds of the run; the rest are "
                         "recorded as skipped (default: the profile's, gpu 225 s; 0: no budget)")
     p.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars, a plain line per finished point instead (the default when "
+                        "stderr is not a terminal)")
     p.set_defaults(func=main)
 
 
@@ -257,7 +259,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
                   peak_tflops=peak, cases=ctx_cases(args) or None, threads=args.threads)
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
-    runner = Runner(store, args.impl, device, progress=not args.no_progress, deadline=deadline,
+    runner = Runner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
                     budget_s=budget)
     ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []

@@ -39,6 +39,9 @@ def add_parser(sub) -> None:
                    help="report --cases: what the baseline gate judges (default: the target's own cases)")
     p.add_argument("--allow-missing", action="store_true",
                    help="report --allow-missing: baseline points the job lacks are not regressions")
+    p.add_argument("--no-progress", action="store_true",
+                   help="bench stages: no progress bars, a plain line per finished point (the default "
+                        "when stderr is not a terminal)")
     again = p.add_mutually_exclusive_group()
     again.add_argument("--overwrite", action="store_true",
                        help="discard the benchmark results of an earlier job in OUT")
@@ -71,6 +74,7 @@ def main(args) -> int:
               file=sys.stderr)
         return 2
     again = ["--overwrite"] if args.overwrite else ["--resume"] if args.resume else []
+    again += ["--no-progress"] if args.no_progress else []
     gate = ([f"--cases={args.gate_cases}"] if args.gate_cases else []) + \
         (["--allow-missing"] if args.allow_missing else [])
     status = {}
