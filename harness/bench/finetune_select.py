@@ -35,9 +35,9 @@ from pathlib import Path
 
 import torch
 
-from harness.bench.finetune import t_interval
 from harness.bench.finetune_train import Hyper, prepare, train_eval
 from harness.bench.store import append_jsonl, read_rows
+from harness.stats import t_interval
 
 VALIDATION_FRACTION = 0.15
 SELECT_FILE = "select.jsonl"
