@@ -244,3 +244,13 @@ def test_nvml_telemetry_samples_the_gpu():
         torch.cuda.synchronize()
     s = tel.summary()
     assert s is not None and s["samples"] >= 1 and s["gpu_mem_used_bytes"] > 0
+
+
+def test_suite_registry_names_each_suite_once():
+    from harness.bench import suites
+    for name in suites.MODULES:
+        assert suites.module(name).SUITE == name
+    assert set(suites.DEFAULT) <= set(suites.ALL) <= set(suites.MODULES)
+    assert suites.parse("all") == list(suites.ALL) and suites.parse("kv_cache, scaling") == ["kv_cache", "scaling"]
+    with pytest.raises(SystemExit, match="unknown suite"):
+        suites.parse("scaling,nope")

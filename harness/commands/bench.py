@@ -24,28 +24,20 @@ from __future__ import annotations
 import sys
 import time
 
-SUITE_MODULES = {
-    "scaling": "harness.bench.scaling",
-    "receptive_field": "harness.bench.receptive_field",
-    "kv_cache": "harness.bench.kv_cache",
-    "timer_selfcheck": "harness.bench.timer_selfcheck",
-    "finetune": "harness.bench.finetune",   # BERT fine-tuning (its own module and profiles)
-    "conformance_time": "harness.bench.conformance_time",
-}
+from harness.bench import suites as registry
+
 #: seconds one request to the target's worker may take (``--impl-timeout``): the largest is a
 #: fine-tune seed, minutes on a loaded 2-core machine; a hung kernel is killed after it
 DEFAULT_CALL_LIMIT_S = 900.0
-#: what ``--suite all`` runs (finetune needs its data and minutes of training: name it)
-ALL_SUITES = ["scaling", "receptive_field", "kv_cache", "timer_selfcheck"]
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark a target: scaling, receptive field, KV cache")
     p.add_argument("--impl", default="reference", metavar="TARGET",
                    help="module path or .py file (default: reference)")
-    p.add_argument("--suite", default="scaling,receptive_field,kv_cache",
-                   help="comma-separated: scaling, receptive_field, kv_cache, timer_selfcheck, finetune; "
-                        "all = the first four")
+    p.add_argument("--suite", default=",".join(registry.DEFAULT),
+                   help=f"comma-separated: {', '.join(registry.MODULES)}; "
+                        f"all = {', '.join(registry.ALL)}")
     p.add_argument("--out", required=True, metavar="DIR", help="the run folder")
     p.add_argument("--profile", default=None, choices=["cpu", "gpu", "tiny"],
                    help="sizes and budgets (default: gpu when the device is CUDA, else cpu)")
@@ -85,16 +77,6 @@ def add_parser(sub) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
-
-
-def _suites(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    if names == ["all"]:
-        return list(ALL_SUITES)
-    unknown = [s for s in names if s not in SUITE_MODULES]
-    if unknown:
-        raise SystemExit(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITE_MODULES)}")
-    return names
 
 
 def _fan_out(args, suites, torch) -> int:
@@ -156,7 +138,7 @@ def order_for_budget(suites: list[str], budget: float | None) -> list[str]:
     """With a budget, the open-ended suites (scaling, finetune) go last."""
     if budget is None:
         return list(suites)
-    late = ("scaling", "finetune")
+    late = registry.OPEN_ENDED
     return [s for s in suites if s not in late] + [s for s in late if s in suites]
 
 
@@ -166,7 +148,7 @@ def main(args) -> int:
     from harness.bench import memory, profiles
 
     started = time.perf_counter()
-    suites = _suites(args.suite)
+    suites = registry.parse(args.suite)
     if args.devices or args.device == "all":
         return _fan_out(args, suites, torch)
     device = args.device
@@ -207,7 +189,7 @@ def _run(args, suites, device, profile, allocator, started) -> int:
     threads = args.threads or profile.threads
     if args.isolation == "process":  # imported once in the forkserver, never under a call's limit
         from harness import isolation
-        isolation.preload(["harness.bench.on_target"] + [SUITE_MODULES[s] for s in suites])
+        isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
     target = load_target(args.impl, conventions.parse_cli(args.convention), device,
                          isolation=args.isolation, timeout=args.impl_timeout,
                          import_timeout=args.import_timeout, threads=threads)
@@ -236,8 +218,6 @@ def _run(args, suites, device, profile, allocator, started) -> int:
 
 
 def _measure(args, suites, device, profile, allocator, started, target, store) -> int:
-    import importlib
-
     from harness.bench import Context, env, receptive_field
     from harness.bench.runner import Runner
     from harness.bench.scaling import fits as scaling_fits
@@ -262,7 +242,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []
     for name in suites:
-        module = importlib.import_module(SUITE_MODULES[name])
+        module = registry.module(name)
         # the profile's default budget is for the benchmark suites; finetune (minutes of
         # training by design) is cut only by an explicit --time-budget-s
         runner.deadline = deadline if (name != "finetune" or args.time_budget_s is not None) else None
