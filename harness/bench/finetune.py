@@ -47,7 +47,9 @@ from harness.stats import t_interval
 from reference import finetune_data as fd
 
 SUITE = "finetune"
-CASES = ("majority_class", "reference", "swap.sdpa", "swap.layernorm")
+#: the stock model's case (a comparison point, not the default target of ``harness.options``)
+REFERENCE_CASE = "reference"
+CASES = ("majority_class", REFERENCE_CASE, "swap.sdpa", "swap.layernorm")
 #: the cases that run the target's code (role "target"); majority_class and reference are the
 #: harness's comparison points
 TARGET_CASES = ("swap.sdpa", "swap.layernorm")
@@ -222,13 +224,13 @@ def reference_runs(ctx: Context, prof: FinetuneProfile) -> list[dict]:
         return cache[key]
     for row in ctx.store.done.values():  # --resume: reference measured in an earlier process
         m = row["metrics"]
-        if row["suite"] == SUITE and row["case"] == "reference" and row["params"] == params_of(prof) \
+        if row["suite"] == SUITE and row["case"] == REFERENCE_CASE and row["params"] == params_of(prof) \
                 and m.get("accuracy_seeds"):
             runs = [{"accuracy": a, "train_time_s": t}
                     for a, t in zip(m["accuracy_seeds"], m["train_time_seeds"])]
             cache[key] = runs
             return runs
-    cache[key] = _per_seed(ctx, prof, "reference")
+    cache[key] = _per_seed(ctx, prof, REFERENCE_CASE)
     return cache[key]
 
 
@@ -292,7 +294,7 @@ def params_of(prof: FinetuneProfile) -> dict:
 def points(ctx: Context) -> list[Point]:
     prof = profile_of(ctx)
     measures = {"majority_class": functools.partial(measure_majority, ctx),
-                "reference": functools.partial(measure_reference, ctx),
+                REFERENCE_CASE: functools.partial(measure_reference, ctx),
                 "swap.sdpa": functools.partial(measure_swap, ctx, "sdpa"),
                 "swap.layernorm": functools.partial(measure_swap, ctx, "layernorm")}
     note = fd.weights_note()  # where the weights came from when not the package's float32 original
@@ -305,7 +307,7 @@ def points(ctx: Context) -> list[Point]:
 def summary(ctx: Context, rows: list[dict]) -> list[Check]:
     prof = profile_of(ctx)
     rs = {r["case"]: r for r in rows if r["suite"] == SUITE}
-    ref = rs.get("reference")
+    ref = rs.get(REFERENCE_CASE)
     if ref is None or ref["status"] != "ok":
         why = f"{ref['status']}: {ref['reason']}" if ref else "not run"
         return [Check("finetune reference", None, why)]

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 
+from harness import options
 from harness.bench.finetune_train import Hyper, prepare, train_eval
 from harness.bench.store import append_jsonl, read_rows
 from harness.stats import t_interval
@@ -149,7 +150,7 @@ def main(argv=None) -> int:
                    help="lr,epochs,batch to pair the deltas with (default: the gpu profile's, 1e-4,3,32)")
     p.add_argument("--train-examples", type=int, default=None, help="subsample the training split (default: all)")
     p.add_argument("--max-steps", type=int, default=None, help="cap training steps (smoke runs)")
-    p.add_argument("--device", default="cpu")
+    options.add_device(p)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--summary-only", action="store_true",
                    help="train nothing: summarize every line of OUT/select.jsonl (points pruned early included)")

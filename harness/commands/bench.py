@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 import time
 
+from harness import options
 from harness.bench import suites as registry
 
 #: seconds one request to the target's worker may take (``--impl-timeout``): the largest is a
@@ -33,16 +34,14 @@ DEFAULT_CALL_LIMIT_S = 900.0
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark a target: scaling, receptive field, KV cache")
-    p.add_argument("--impl", default="reference", metavar="TARGET",
-                   help="module path or .py file (default: reference)")
+    options.add_impl(p)
     p.add_argument("--suite", default=",".join(registry.DEFAULT),
                    help=f"comma-separated: {', '.join(registry.MODULES)}; "
                         f"all = {', '.join(registry.ALL)}")
     p.add_argument("--out", required=True, metavar="DIR", help="the run folder")
     p.add_argument("--profile", default=None, choices=["cpu", "gpu", "tiny"],
                    help="sizes and budgets (default: gpu when the device is CUDA, else cpu)")
-    p.add_argument("--device", default="auto",
-                   help="cpu, cuda, cuda:N, auto (default), or all: one worker per CUDA device")
+    options.add_device(p, "auto", "cpu, cuda, cuda:N, auto (default), or all: one worker per CUDA device")
     p.add_argument("--devices", default=None, metavar="LIST",
                    help="one worker per listed device, e.g. cuda:0,cuda:1 (suites round-robin; "
                         "each worker writes OUT/worker<i>_<device>)")
@@ -62,15 +61,13 @@ def add_parser(sub) -> None:
                    help="CPU: leave glibc returning freed memory to the kernel (timings then "
                         "include page faults); see harness/bench/memory.py")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--isolation", default="process", choices=["process", "none"],
-                   help="process (default): the target runs, and its points are measured, in its own "
-                        "worker process; none: in this process (for pdb)")
-    p.add_argument("--impl-timeout", type=float, default=DEFAULT_CALL_LIMIT_S, metavar="SECONDS",
-                   help="wall-clock limit of each request to the target's worker: one validation, "
-                        "timed block, gradient profile, decode run or fine-tune seed (default "
-                        f"{DEFAULT_CALL_LIMIT_S:g}); past it the worker is killed and the point is an error")
-    p.add_argument("--import-timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="limit on importing the target in its worker (default 120)")
+    options.add_isolation(p, "process (default): the target runs, and its points are measured, in its own "
+                             "worker process; none: in this process (for pdb)")
+    options.add_impl_timeout(p, DEFAULT_CALL_LIMIT_S,
+                             "wall-clock limit of each request to the target's worker: one validation, "
+                             "timed block, gradient profile, decode run or fine-tune seed (default "
+                             f"{DEFAULT_CALL_LIMIT_S:g}); past it the worker is killed and the point is an error")
+    options.add_import_timeout(p, options.IMPORT_TIMEOUT_S)
     p.add_argument("--time-budget-s", type=float, default=None, metavar="SECONDS",
                    help="start no new point after this many seconds of the run; the rest are "
                         "recorded as skipped (default: the profile's, gpu 225 s; 0: no budget)")
