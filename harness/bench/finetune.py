@@ -42,7 +42,7 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.runner import Point, Skip
-from harness.bench.store import append_jsonl, make_key, read_rows
+from harness.bench.store import append_jsonl, make_key, read_jsonl
 from harness.stats import t_interval
 from reference import finetune_data as fd
 
@@ -140,7 +140,7 @@ def _seed_log(ctx: Context) -> dict:
         if ctx.store is not None:
             path = Path(ctx.store.dir) / SEEDS_FILE
             if getattr(ctx.store, "resume", False):
-                log = {rec["key"]: rec["run"] for rec in read_rows(path) if "key" in rec and "run" in rec}
+                log = {rec["key"]: rec["run"] for rec in read_jsonl(path) if "key" in rec and "run" in rec}
             else:
                 path.write_text("")
         ctx.state["finetune_seed_log"] = log

@@ -218,6 +218,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     from harness.bench import Context, env, receptive_field
     from harness.bench.runner import Runner
     from harness.bench.scaling import fits as scaling_fits
+    from harness.runfolder import STATUSES
 
     budget = time_budget(args, profile)
     deadline = started + budget if budget is not None else None
@@ -251,7 +252,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
         store.write_json("fits.json", fits)
     if "receptive_field" in suites:
         receptive_field.write_grad_csv(store.dir, rows)
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "skipped", "oom", "nan", "error")}
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in STATUSES}
     wall = time.perf_counter() - started
     print(f"\nharness bench: {len(rows)} points ({', '.join(f'{k} {v}' for k, v in counts.items() if v)}) "
           f"in {wall:.1f} s -> {store.dir}")
