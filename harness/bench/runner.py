@@ -25,7 +25,6 @@ import gc
 import sys
 import time
 import traceback
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -153,8 +152,6 @@ class Runner:
         self.store, self.impl, self.device = store, impl, device
         self.progress, self.verbose = progress, verbose
         self.deadline, self.budget_s, self.clock = deadline, budget_s, clock
-        self.counts: Counter = Counter()
-        self.rows: list[dict] = []
         #: key -> row of every point written by this runner (once each)
         self.recorded: dict[str, dict] = {}
         self.desc = "bench"
@@ -184,8 +181,6 @@ class Runner:
             return self.recorded[key]
         self.store.append(row)
         self.recorded[key] = row
-        self.rows.append(row)
-        self.counts[row["status"]] += 1
         if self._bar is not None:
             self._bar.update(1)
         budget = row["status"] == "skipped" and (row["reason"] or "").startswith(BUDGET_REASON)
