@@ -28,11 +28,11 @@ from typing import Any
 
 import torch
 
-from harness import guard, wire
+from harness import guard, options, wire
 from harness.handles import Remote, _renamed, is_module, is_remote, named  # noqa: F401  (re-exported)
 
-#: the import of a target may take longer than a call (transformers takes seconds)
-DEFAULT_IMPORT_TIMEOUT = 120.0
+#: the import of a target may take longer than a call (``--import-timeout``)
+DEFAULT_IMPORT_TIMEOUT = options.IMPORT_TIMEOUT_S
 #: characters of a target's output forwarded per test (each call's is capped first)
 OUTPUT_BUDGET = 16 * 1024
 _PRELOAD = ["torch", "harness.worker", "harness.loader", "harness.configs_bert",

@@ -20,9 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from harness import declarations, protocol
-
-#: the built-in reference implementations, used when no ``--impl`` is given
-DEFAULT_TARGET = "reference"
+from harness.options import DEFAULT_TARGET  # noqa: F401  (the target without --impl; the plug-in reads it here)
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """PNG plots (matplotlib Agg + seaborn) from the tidy results.
 
 - scaling: log-log time and peak memory vs sequence length n (one panel above the other), one line
-  per case (and run, and other varying params), the fitted exponent in the legend (fits.json, else
-  ``reports.fit``); oom/error/nan points as red crosses along the top of the panel at their n;
+  per case (and run, and other varying params), the fitted exponent in the legend (the run's
+  fits.json entry, else ``harness.stats.fit_loglog`` over the same sizes,
+  ``harness.bench.fit.FIT_POINTS``, for time and memory alike: a plotted exponent is the printed and
+  stored one); oom/error/nan points as red crosses along the top of the panel at their n;
 - receptive field: heatmap of gradient magnitude by distance and depth (``receptive_field_grad.csv``),
   titled with the case it shows (``harness.runfolder.grad_case``);
 Titles and legends are in words (``attention time vs sequence length``; ``window 8, causal``), a
@@ -13,6 +15,7 @@ target row under the target's own name (``case_name``), legends right of the axe
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +30,9 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
+from harness.bench.fit import FIT_POINTS  # noqa: E402
 from harness.runfolder import grad_case  # noqa: E402
-from reports import fit as fitting  # noqa: E402
+from harness.stats import fit_loglog  # noqa: E402
 from reports.compare import CI_NAMES  # noqa: E402
 from reports.load import BAD_STATUSES, param_columns, points  # noqa: E402
 from reports.tables import safe_name  # noqa: E402
@@ -111,7 +115,17 @@ def _fit_for(runs_by_id, run_id, suite, case, metric, n, y, single) -> dict | No
     fits = getattr(runs_by_id.get(run_id), "fits", None) or {}
     entry = fits.get(f"{suite}|{case}|{metric}") or (fits.get(f"{suite}|{case}")
                                                      if metric == "time_s" and single else None)
-    return entry if entry else fitting.fit_loglog(n, y)
+    return entry if entry else fit_loglog(n, y, points=FIT_POINTS)
+
+
+def fit_label(fit: dict | None) -> str:
+    """The legend's "k=<exponent> [lo, hi]" of a fit (no interval when it has none); "" without a fit."""
+    if not fit or fit.get("exponent") is None:
+        return ""
+    lo, hi = (fit.get("ci95") or [math.nan, math.nan])[:2]
+    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None and math.isfinite(lo) \
+        and math.isfinite(hi) else ""
+    return f"k={fit['exponent']:.2f}{ci}"
 
 
 def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> Plot | None:
@@ -143,7 +157,7 @@ def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> P
                 f = _fit_for(runs_by_id, row["run_id"], suite, row["case"], metric,
                              ok["n"].astype(float), ok[metric], single)
                 ax.plot(ok["n"].astype(float), ok[metric], "o-", color=color, ms=4,
-                        label=f"{name} ({fitting.label(f)})" if f else name)
+                        label=f"{name} ({fit_label(f)})" if f else name)
             bad = g[g["status"].isin(BAD_STATUSES)]
             if len(bad):
                 trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)

@@ -11,7 +11,6 @@ that have a role keep it (their key is rebuilt, so running the script twice chan
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -19,14 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.commands.bench import SUITE_MODULES  # noqa: E402
+from harness.bench import suites as registry  # noqa: E402
 from harness.runfolder import FIELDS, RESULTS, point_key, read_jsonl  # noqa: E402
 
 
 def role_of(suite: str, case: str) -> str:
-    if suite not in SUITE_MODULES:
-        raise SystemExit(f"migrate: unknown suite {suite!r}; known: {', '.join(SUITE_MODULES)}")
-    module = importlib.import_module(SUITE_MODULES[suite])
+    if suite not in registry.MODULES:
+        raise SystemExit(f"migrate: unknown suite {suite!r}; known: {', '.join(registry.MODULES)}")
+    module = registry.module(suite)
     return "target" if case in getattr(module, "TARGET_CASES", ()) else "comparison"
 
 

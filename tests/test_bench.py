@@ -11,7 +11,7 @@ import torch
 from harness.bench import Context, profiles
 from harness.bench import memory
 from harness.bench.runner import NonFinite, Point, Runner, check_finite, is_oom
-from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_rows
+from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_jsonl
 from harness.cli import main as cli_main
 from harness.loader import load_target
 
@@ -30,7 +30,7 @@ def bench(out, *extra) -> int:
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "tiny"
     rc = bench(out, "--impl", "reference", "--suite", "all")
-    return out, rc, read_rows(out / "results.jsonl")
+    return out, rc, read_jsonl(out / "results.jsonl")
 
 
 def by(rows, suite, case=None):
@@ -131,7 +131,7 @@ def test_resume_skips_done_points(tmp_path):
     out = tmp_path / "run"
     args = ["--impl", "reference", "--suite", "scaling", "--cases", "banded_window,lstm", "--sizes", "32,64"]
     assert bench(out, *args) == 0
-    first = read_rows(out / "results.jsonl")
+    first = read_jsonl(out / "results.jsonl")
     assert len(first) == 4 and all(r["status"] == "ok" for r in first)
     # plant a failed point: resume must measure exactly that one again
     lines = (out / "results.jsonl").read_text().splitlines()
@@ -141,7 +141,7 @@ def test_resume_skips_done_points(tmp_path):
     (out / "results.jsonl").write_text("\n".join(lines) + "\n{\"truncated")  # + a crash-cut line
     with pytest.warns(UserWarning, match="truncated last line"):
         assert bench(out, *args, "--resume") == 0
-    again = read_rows(out / "results.jsonl")
+    again = read_jsonl(out / "results.jsonl")
     assert sorted(r["key"] for r in again) == sorted(r["key"] for r in first)
     assert all(r["status"] == "ok" for r in again)
     kept = {r["key"]: r["time_utc"] for r in again}
@@ -185,7 +185,7 @@ def test_failing_target_points_are_recorded_and_the_sweep_continues(tmp_path):
     out = tmp_path / "run"
     assert bench(out, "--impl", str(target), "--suite", "scaling", "--sizes", "32,64,96,128",
                  "--cases", "target.sdpa,target.sliding_window,banded_window") == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     sdpa = {r["params"]["n"]: r for r in by(rows, "scaling", "target.sdpa")}
     assert [sdpa[n]["status"] for n in (32, 64, 96, 128)] == ["ok", "error", "oom", "ok"]
     assert "ValueError: planted failure at n=64" in sdpa[64]["reason"]

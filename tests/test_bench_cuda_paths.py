@@ -16,7 +16,7 @@ import torch
 
 from harness.bench import Context, profiles, scaling, telemetry, timer
 from harness.bench.runner import BUDGET_REASON, Point, Runner, is_oom
-from harness.bench.store import ResultStore, read_rows
+from harness.bench.store import ResultStore, read_jsonl
 from harness.bench.sweep import Slot, run_sweep
 from harness.bench.timer import Timing
 from harness.cli import main as cli_main
@@ -341,7 +341,7 @@ def test_spent_budget_records_every_point_as_skipped(tmp_path):
     assert cli_main(["bench", "--out", str(out), "--profile", "tiny", "--device", "cpu", "--no-progress",
                      "--suite", "scaling,receptive_field", "--cases", "banded_window,mistral_block",
                      "--sizes", "32,64", "--time-budget-s", "0.001"]) == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     assert [r["suite"] for r in rows][:1] == ["receptive_field"]  # scaling goes last under a budget
     assert len(rows) == 2 + 2 * len(profiles.get("tiny").receptive_field.depths)  # rf has banded_window too
     assert all(r["status"] == "skipped" and r["reason"].startswith(BUDGET_REASON) for r in rows)
@@ -388,7 +388,7 @@ def test_real_gpu_sweep_tiny(tmp_path):
     assert cli_main(["bench", "--out", str(out), "--profile", "tiny", "--device", "cuda", "--no-progress",
                      "--suite", "scaling", "--cases", "torch.sdpa.flash,torch.sdpa.efficient,reference.naive",
                      "--sizes", "128,256"]) == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     assert {r["status"] for r in rows} <= {"ok", "skipped"} and any(r["status"] == "ok" for r in rows)
     for r in rows:
         assert r["device"] == "cuda:0"

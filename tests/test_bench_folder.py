@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench.store import FolderExists, ResultStore, read_rows
+from harness.bench.store import FolderExists, ResultStore, read_jsonl
 from harness.cli import main as cli_main
 from harness.runfolder import FolderBusy, append_jsonl, locked_by, read_jsonl
 
@@ -68,7 +68,7 @@ def test_an_existing_out_needs_resume_or_overwrite(tmp_path, capsys):
     assert bench(out, *SMALL, "--resume") == 0 and (out / "results.jsonl").read_text() == before
     (out / "fits.json").write_text("{\"stale\": 1}")
     assert bench(out, "--impl", "reference", "--suite", "kv_cache", "--cases", "mqa", "--overwrite") == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     assert [r["case"] for r in rows] == ["mqa"] and not (out / "fits.json").exists()
     with pytest.raises(SystemExit):
         bench(out, *SMALL, "--resume", "--overwrite")
@@ -129,11 +129,11 @@ def test_a_killed_bench_keeps_its_rows_and_resume_measures_the_rest(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    rows = read_rows(results)
+    rows = read_jsonl(results)
     assert sorted((r["case"], r["params"]["n"]) for r in rows) == [("banded_window", n) for n in (32, 64, 128)]
     assert locked_by(out) is None  # the kernel dropped the dead run's lock
     assert bench(out, *args, "--resume") == 0
-    again = read_rows(results)
+    again = read_jsonl(results)
     assert len(again) == len({r["key"] for r in again}) == 6
     assert {r["key"]: r["time_utc"] for r in again if r["case"] == "banded_window"} == \
         {r["key"]: r["time_utc"] for r in rows}  # kept, not measured again
@@ -152,7 +152,7 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
     killed = []
 
     def block(slot, clock=None):
-        if slot.n == 32 and len(read_rows(store.path)) == 2 and not killed:
+        if slot.n == 32 and len(read_jsonl(store.path)) == 2 and not killed:
             killed.append(slot.n)
             raise KeyboardInterrupt  # the kill, mid-sweep
         return cost[slot.n] * slot.number
@@ -170,9 +170,9 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         run(store)
     store.close()
-    rows = read_rows(store.path)
+    rows = read_jsonl(store.path)
     assert killed and sorted(r["params"]["n"] for r in rows) == [64, 128]
     with ResultStore(tmp_path / "run", resume=True) as again:
         written = run(again)
     assert [r["params"]["n"] for r in written] == [32]
-    assert sorted(r["params"]["n"] for r in read_rows(store.path)) == [32, 64, 128]
+    assert sorted(r["params"]["n"] for r in read_jsonl(store.path)) == [32, 64, 128]

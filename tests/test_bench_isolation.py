@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from harness.bench.on_target import PointCall, point_call
 from harness.bench.scaling import _inputs
-from harness.bench.store import read_rows
+from harness.bench.store import read_jsonl
 from harness.cli import main as cli_main
 from harness.loader import load_target
 from harness.runner import on_target
@@ -33,7 +33,7 @@ def bench_subprocess(out: Path, impl: Path, *extra: str) -> tuple[int, str, list
     proc = subprocess.run([sys.executable, "-m", "harness", "bench", "--impl", str(impl), "--out", str(out),
                            "--profile", "tiny", "--device", "cpu", "--no-progress", *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
-    rows = read_rows(out / "results.jsonl") if (out / "results.jsonl").exists() else []
+    rows = read_jsonl(out / "results.jsonl") if (out / "results.jsonl").exists() else []
     return proc.returncode, proc.stdout + proc.stderr, rows
 
 
@@ -76,7 +76,7 @@ def test_a_target_patching_torch_changes_no_comparison_kernel(tmp_path):
                      "--profile", "tiny", "--device", "cpu", "--no-progress", "--suite", "scaling",
                      "--cases", "target.sdpa,torch.sdpa.math"]) == 0
     assert F.scaled_dot_product_attention is before
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     assert {r["case"] for r in rows} == {"target.sdpa", "torch.sdpa.math"}
     assert all(r["status"] == "ok" for r in rows), [r["reason"] for r in rows]
 
@@ -106,7 +106,7 @@ def test_bench_without_isolation_still_runs_in_process(tmp_path):
     assert cli_main(["bench", "--impl", "reference", "--isolation", "none", "--out", str(out), "--profile",
                      "tiny", "--device", "cpu", "--no-progress", "--suite", "receptive_field",
                      "--cases", "target.sliding_window"]) == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     assert [r["status"] for r in rows] == ["ok"] * 3 and all(r["metrics"]["match"] for r in rows)
 
 
@@ -118,5 +118,5 @@ def test_target_work_with_autograd_or_a_model_runs_in_the_worker(tmp_path, suite
     out = tmp_path / "run"
     assert cli_main(["bench", "--impl", "reference", "--out", str(out), "--profile", "tiny", "--device",
                      "cpu", "--no-progress", "--suite", suite, "--cases", case]) == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     assert rows and all(r["status"] == "ok" and r["metrics"]["match"] for r in rows), rows

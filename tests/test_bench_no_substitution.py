@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness.bench.store import read_rows
+from harness.bench.store import read_jsonl
 from harness.cli import main as cli_main
 from harness.runfolder import locked_by
 
@@ -29,7 +29,7 @@ def test_no_suite_runs_torch_under_the_targets_name(tmp_path):
     out = tmp_path / "run"
     assert bench(out, "--impl", str(target), "--suite", "kv_cache,receptive_field",
                  "--cases", "mha,rolling_window,hf_mistral,target.sliding_window") == 0
-    rows = read_rows(out / "results.jsonl")
+    rows = read_jsonl(out / "results.jsonl")
     by_case = {}
     for r in rows:
         by_case.setdefault(r["case"], set()).add(r["status"])

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from harness import tolerance
-from harness.bench.fit import fit_exponent, fits_from_rows, upper_half
+from harness.bench.fit import FIT_POINTS, fits_from_rows
+from harness.stats import fit_loglog, t_interval, t_quantile, upper_half
 from harness.bench import memory
 from harness.bench.store import make_row
 from harness.bench.telemetry import Telemetry, summarize
@@ -24,17 +25,44 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 def test_fit_quadratic_and_linear_with_ci():
     ns = [256, 362, 512, 724, 1024, 1448, 2048, 2896, 4096]
-    quad = fit_exponent(ns, [3e-9 * n**2 for n in ns])
+    quad = fit_loglog(ns, [3e-9 * n**2 for n in ns], points="upper_half")
     assert math.isclose(quad["exponent"], 2.0, abs_tol=1e-9)
     assert quad["n_range"] == [1024, 4096] and quad["points"] == 5
     assert quad["ci95"][0] <= 2.0 <= quad["ci95"][1]
     noise = [1.0, 1.04, 0.97, 1.02, 0.99, 1.03, 0.98, 1.01, 1.0]  # deterministic +-4 %
-    lin = fit_exponent(ns, [2e-6 * n * e for n, e in zip(ns, noise)])
+    lin = fit_loglog(ns, [2e-6 * n * e for n, e in zip(ns, noise)], points="upper_half")
     assert abs(lin["exponent"] - 1.0) < 0.1
     lo, hi = lin["ci95"]
     assert lo < lin["exponent"] < hi and lo <= 1.0 <= hi and hi - lo > 0
-    assert fit_exponent([10], [1.0]) is None
+    assert fit_loglog([10], [1.0], points="all") is None
     assert upper_half([1, 2, 3, 4]) == [2, 3, 4] and upper_half([1, 2]) == [1, 2]
+
+
+def test_fit_uses_the_points_the_caller_names():
+    ns = [64, 128, 256, 512, 1024, 2048]
+    ts = [1e-4 + 1e-9 * n**2 for n in ns]  # a constant overhead bends the small sizes
+    upper, every = fit_loglog(ns, ts, points="upper_half"), fit_loglog(ns, ts, points="all")
+    assert upper["n_range"] == [512, 2048] and upper["points"] == 3
+    assert every["n_range"] == [64, 2048] and every["points"] == 6
+    assert upper["exponent"] > 1.5 > every["exponent"]
+    with pytest.raises(ValueError, match="points"):
+        fit_loglog(ns, ts, points="lower_half")
+    with pytest.raises(TypeError):
+        fit_loglog(ns, ts)  # no default: the caller states its choice
+    assert FIT_POINTS == "upper_half"
+
+
+def test_t_quantile_is_students_t():
+    assert t_quantile(11) == pytest.approx(2.201, abs=5e-4)  # scipy.stats.t.ppf(0.975, 11)
+    assert t_quantile(10) == pytest.approx(2.228, abs=5e-4)
+    assert t_quantile(1) == pytest.approx(12.706, abs=5e-4)
+    assert t_quantile(1000) == pytest.approx(1.962, abs=5e-4)
+    with pytest.raises(ValueError):
+        t_quantile(0)
+    xs = [float(i % 5) for i in range(12)]  # 11 degrees of freedom
+    mean, (lo, hi) = t_interval(xs)
+    s = math.sqrt(sum((x - mean) ** 2 for x in xs) / 11)
+    assert hi - mean == pytest.approx(2.201 * s / math.sqrt(12), rel=3e-4)
 
 
 def test_fits_from_rows_groups_by_case():
@@ -216,3 +244,13 @@ def test_nvml_telemetry_samples_the_gpu():
         torch.cuda.synchronize()
     s = tel.summary()
     assert s is not None and s["samples"] >= 1 and s["gpu_mem_used_bytes"] > 0
+
+
+def test_suite_registry_names_each_suite_once():
+    from harness.bench import suites
+    for name in suites.MODULES:
+        assert suites.module(name).SUITE == name
+    assert set(suites.DEFAULT) <= set(suites.ALL) <= set(suites.MODULES)
+    assert suites.parse("all") == list(suites.ALL) and suites.parse("kv_cache, scaling") == ["kv_cache", "scaling"]
+    with pytest.raises(SystemExit, match="unknown suite"):
+        suites.parse("scaling,nope")

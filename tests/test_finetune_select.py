@@ -69,7 +69,7 @@ def test_grid_runs_seed_by_seed_and_a_killed_run_resumes(tmp_path, monkeypatch):
     calls.clear()
     s = sel.run(tmp_path, hypers, [0, 1], incumbent=hypers[0])
     assert calls == [(0.1, 1), (0.2, 1)]
-    assert s["chosen"] == sel.point_key(hypers[1])
+    assert s["chosen"] == sel.hyper_key(hypers[1])
     saved = json.loads((tmp_path / sel.SUMMARY_FILE).read_text())
     assert saved["chosen"] == s["chosen"] and saved["points"][0]["n_seeds"] == 2
     with open(tmp_path / sel.SELECT_FILE, "a") as fh:  # a point pruned after seed 0, from another grid
@@ -79,7 +79,7 @@ def test_grid_runs_seed_by_seed_and_a_killed_run_resumes(tmp_path, monkeypatch):
     assert calls == []                                         # summarizes, trains nothing
     saved = json.loads((tmp_path / sel.SUMMARY_FILE).read_text())
     assert [p["point"] for p in saved["points"]][-1] == "lr=0.05 pruned"
-    assert saved["chosen"] == s["chosen"] and saved["incumbent"] == sel.point_key(hypers[0])
+    assert saved["chosen"] == s["chosen"] and saved["incumbent"] == sel.hyper_key(hypers[0])
 
 
 def test_smoke_selection_on_real_weights(tmp_path):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli
-from reports import compare, fit, tables
+from reports import compare, tables
 from reports.load import InputError, load_runs, tidy
 from tests.run_folders import NS, _row, key_of, make_run, write_pytest_benchmark  # noqa: F401
 
@@ -66,10 +66,30 @@ def test_plots_created(tmp_path):
         assert p.path.stat().st_size > 2000, p.path
 
 
-def test_fit_exponent():
-    f = fit.fit_loglog([256, 512, 1024, 2048], [1.0, 4.0, 16.0, 64.0])
-    assert f["exponent"] == pytest.approx(2.0) and f["ci95"][0] == pytest.approx(2.0)
-    assert fit.fit_loglog([256, 256], [1.0, 2.0]) is None
+def test_plotted_exponent_is_the_stored_one(tmp_path):
+    """The plot's legend exponent equals fits.json's: read from it, or fitted over the same sizes."""
+    from harness.bench.fit import fits_from_rows
+    from harness.stats import fit_loglog
+    from reports import plots
+    from tests.run_folders import read
+    run = make_run(tmp_path, "a", jitter={256: 8.0, 512: 2.0})  # overheads bend the small sizes
+    stored = fits_from_rows(read(run))
+    (run / "fits.json").unlink()
+    without = load_runs([run])
+    (run / "fits.json").write_text(json.dumps(stored))
+    with_fits = load_runs([run])
+    for runs in (without, with_fits):
+        data = plots._wide(tidy(runs).query("suite == 'scaling'"))
+        data["n"] = data["n"].astype(float)
+        for case, g in data[data["status"] == "ok"].groupby("case"):
+            f = plots._fit_for({r.run_id: r for r in runs}, "a", "scaling", case, "time_s",
+                               g["n"], g["time_s"], True)
+            assert f["exponent"] == pytest.approx(stored[f"scaling|{case}"]["exponent"]), case
+            assert plots.fit_label(f) == plots.fit_label(stored[f"scaling|{case}"])
+            every = fit_loglog(g["n"], g["time_s"], points="all")["exponent"]
+            assert abs(every - f["exponent"]) > 0.05  # the choice of points matters here
+    assert plots.fit_label({"exponent": 2.0, "ci95": None}) == "k=2.00"
+    assert plots.fit_label(None) == ""
 
 
 def test_identical_run_exit_0(tmp_path, capsys):

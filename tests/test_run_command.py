@@ -123,3 +123,20 @@ def test_tiny_main_job_end_to_end(tmp_path):
     assert "finetune" in html and "kv_cache" in html
     points = (out / "report" / "results.csv").read_text()
     assert "finetune" in points and "scaling" in points
+
+
+def test_shared_options_have_one_default():
+    """--impl, --isolation and the timeouts come from harness.options in every command."""
+    from harness import guard, isolation, loader, options
+    from harness.cli import build_parser
+    assert guard.DEFAULT_TIMEOUT == options.CALL_TIMEOUT_S
+    assert isolation.DEFAULT_IMPORT_TIMEOUT == options.IMPORT_TIMEOUT_S and loader.DEFAULT_TARGET == "reference"
+    parse = build_parser().parse_args
+    assert parse(["bench", "--out", "x"]).impl == options.DEFAULT_TARGET
+    assert parse(["bench", "--out", "x"]).import_timeout == options.IMPORT_TIMEOUT_S
+    for argv in (["check"], ["run"]):
+        args = parse(argv)
+        assert args.impl is None and options.targets(args) == [options.DEFAULT_TARGET]
+    for argv in (["check"], ["bench", "--out", "x"], ["repro", "c", "--impl", "t", "--config", "{}"]):
+        assert parse(argv).isolation == options.DEFAULT_ISOLATION
+    assert parse(["check", "--impl", "a", "--impl", "b"]).impl == ["a", "b"]

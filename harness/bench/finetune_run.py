@@ -16,10 +16,11 @@ import sys
 import time
 from types import SimpleNamespace
 
+from harness import options
 from harness.bench import Check, Context
 
 
-def run(out_dir, impl: str = "reference", profile: str = "cpu", cases=None, device: str = "cpu",
+def run(out_dir, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases=None, device: str = "cpu",
         seeds=None, resume: bool = False, progress: bool = False, state: dict | None = None,
         measure_peak: bool = False, any_device: bool = False, overwrite: bool = False
         ) -> tuple[list[dict], list[Check]]:
@@ -88,9 +89,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m harness.bench.finetune_run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
-    p.add_argument("--impl", default="reference")
+    options.add_impl(p)
     p.add_argument("--profile", default="cpu", choices=["smoke", "tiny", "cpu", "gpu"])
-    p.add_argument("--device", default="cpu")
+    options.add_device(p)
     p.add_argument("--cases", default=None)
     p.add_argument("--seeds", default=None, help="comma-separated, e.g. 0,1,2 (default: the profile's)")
     p.add_argument("--threads", type=int, default=None)

@@ -35,9 +35,10 @@ from pathlib import Path
 
 import torch
 
-from harness.bench.finetune import t_interval
+from harness import options
 from harness.bench.finetune_train import Hyper, prepare, train_eval
-from harness.bench.store import append_jsonl, read_rows
+from harness.bench.store import append_jsonl, read_jsonl
+from harness.stats import t_interval
 
 VALIDATION_FRACTION = 0.15
 SELECT_FILE = "select.jsonl"
@@ -49,13 +50,14 @@ def grid(lrs, epochs, batch_sizes, base: Hyper = Hyper()) -> list[Hyper]:
             for lr, e, b in itertools.product(lrs, epochs, batch_sizes)]
 
 
-def point_key(h: Hyper) -> str:
+def hyper_key(h: Hyper) -> str:
+    """The name of a hyperparameter point in select.jsonl (not a run folder's point key)."""
     return f"lr={h.lr:g} epochs={h.epochs} batch={h.batch_size} max_length={h.max_length}"
 
 
 def _done(path: Path) -> dict[tuple[str, int], dict]:
     """The finished runs in ``select.jsonl`` (a line cut short by a kill is skipped)."""
-    return {(r["point"], int(r["seed"])): r for r in read_rows(path) if "point" in r and "seed" in r}
+    return {(r["point"], int(r["seed"])): r for r in read_jsonl(path) if "point" in r and "seed" in r}
 
 
 def summarize(records: list[dict], incumbent: str | None) -> dict:
@@ -106,14 +108,14 @@ def run(out_dir, hypers: list[Hyper], seeds, device: str = "cpu", train_examples
     done = _done(path)
     lengths = {h.max_length for h in hypers}
     data = {n: prepare(train_examples, None, n, validation_fraction=VALIDATION_FRACTION) for n in lengths}
-    todo = [(h, s) for s in seeds for h in hypers if (point_key(h), s) not in done]
+    todo = [(h, s) for s in seeds for h in hypers if (hyper_key(h), s) not in done]
     print(f"[select] {len(hypers)} grid point(s) x {len(seeds)} seed(s): {len(todo)} run(s) to do, "
           f"{len(done)} kept from {path}", file=log, flush=True)
     for i, (h, s) in enumerate(todo, 1):
         d = data[h.max_length]
         t0 = time.perf_counter()
         r = train_eval(d, h, s, device, max_steps=max_steps)
-        rec = {"point": point_key(h), "seed": s, "hyper": h.as_params(), "accuracy": r["accuracy"],
+        rec = {"point": hyper_key(h), "seed": s, "hyper": h.as_params(), "accuracy": r["accuracy"],
                "val_loss": r["test_loss"], "train_time_s": r["train_time_s"], "steps": r["steps"],
                "n_train": len(d.train_ids), "n_val": len(d.test_ids), "train_movies": d.n_train_movies,
                "val_movies": d.n_test_movies, "max_steps": max_steps, "device": device}
@@ -121,9 +123,9 @@ def run(out_dir, hypers: list[Hyper], seeds, device: str = "cpu", train_examples
         done[(rec["point"], s)] = rec
         print(f"[select] {i}/{len(todo)} {rec['point']} seed {s}: validation accuracy "
               f"{r['accuracy']:.4f} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
-    wanted = {point_key(h) for h in hypers}
+    wanted = {hyper_key(h) for h in hypers}
     summary = summarize([r for r in done.values() if r["point"] in wanted],
-                        point_key(incumbent) if incumbent else None)
+                        hyper_key(incumbent) if incumbent else None)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -149,7 +151,7 @@ def main(argv=None) -> int:
                    help="lr,epochs,batch to pair the deltas with (default: the gpu profile's, 1e-4,3,32)")
     p.add_argument("--train-examples", type=int, default=None, help="subsample the training split (default: all)")
     p.add_argument("--max-steps", type=int, default=None, help="cap training steps (smoke runs)")
-    p.add_argument("--device", default="cpu")
+    options.add_device(p)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--summary-only", action="store_true",
                    help="train nothing: summarize every line of OUT/select.jsonl (points pruned early included)")
@@ -164,7 +166,7 @@ def main(argv=None) -> int:
         from harness.bench.finetune import PROFILES
         incumbent = replace(PROFILES["gpu"].hyper, max_length=args.max_length)
     if args.summary_only:
-        summary = summarize(list(_done(Path(args.out) / SELECT_FILE).values()), point_key(incumbent))
+        summary = summarize(list(_done(Path(args.out) / SELECT_FILE).values()), hyper_key(incumbent))
         (Path(args.out) / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     else:
         hypers = grid(args.lr, args.epochs, args.batch_size, base)

@@ -79,12 +79,10 @@ def prepare_process(device: str, keep_memory: bool, suites: list[str] = ()) -> s
     the current CUDA device, and glibc keeping freed memory as ``harness bench`` does here
     (``harness.bench.memory.keep_freed_memory``); the suites' modules are imported here, so
     no point's limit pays for it. Returns the allocator mode."""
-    import importlib
-
+    from harness.bench import suites as registry
     from harness.bench.memory import keep_freed_memory
-    from harness.commands.bench import SUITE_MODULES
     for name in suites:
-        importlib.import_module(SUITE_MODULES[name])
+        registry.module(name)
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
     return keep_freed_memory() if keep_memory else "default"

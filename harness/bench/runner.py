@@ -27,7 +27,6 @@ import gc
 import sys
 import time
 import traceback
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -168,8 +167,6 @@ class Runner:
         self.progress = progress_wanted(progress)
         self.verbose = verbose
         self.deadline, self.budget_s, self.clock = deadline, budget_s, clock
-        self.counts: Counter = Counter()
-        self.rows: list[dict] = []
         #: key -> row of every point written by this runner (once each)
         self.recorded: dict[str, dict] = {}
         self.desc = "bench"
@@ -200,8 +197,6 @@ class Runner:
             return self.recorded[key]
         self.store.append(row)
         self.recorded[key] = row
-        self.rows.append(row)
-        self.counts[row["status"]] += 1
         self._written += 1
         if self._bar is not None:
             self._bar.update(1)

@@ -25,9 +25,6 @@ from typing import Any
 from harness.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderBusy, FolderLock,  # noqa: F401
                                RunFolderError, append_jsonl, make_key, point_key, read_jsonl)
 
-#: the JSON-lines reader, by the name the bench code has used (harness.runfolder.read_jsonl)
-read_rows = read_jsonl
-
 
 class FolderExists(RunFolderError):
     """The folder already holds results and neither resume nor overwrite was asked for."""

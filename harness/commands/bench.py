@@ -24,33 +24,24 @@ from __future__ import annotations
 import sys
 import time
 
-SUITE_MODULES = {
-    "scaling": "harness.bench.scaling",
-    "receptive_field": "harness.bench.receptive_field",
-    "kv_cache": "harness.bench.kv_cache",
-    "timer_selfcheck": "harness.bench.timer_selfcheck",
-    "finetune": "harness.bench.finetune",   # BERT fine-tuning (its own module and profiles)
-    "conformance_time": "harness.bench.conformance_time",
-}
+from harness import options
+from harness.bench import suites as registry
+
 #: seconds one request to the target's worker may take (``--impl-timeout``): the largest is a
 #: fine-tune seed, minutes on a loaded 2-core machine; a hung kernel is killed after it
 DEFAULT_CALL_LIMIT_S = 900.0
-#: what ``--suite all`` runs (finetune needs its data and minutes of training: name it)
-ALL_SUITES = ["scaling", "receptive_field", "kv_cache", "timer_selfcheck"]
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark a target: scaling, receptive field, KV cache")
-    p.add_argument("--impl", default="reference", metavar="TARGET",
-                   help="module path or .py file (default: reference)")
-    p.add_argument("--suite", default="scaling,receptive_field,kv_cache",
-                   help="comma-separated: scaling, receptive_field, kv_cache, timer_selfcheck, finetune; "
-                        "all = the first four")
+    options.add_impl(p)
+    p.add_argument("--suite", default=",".join(registry.DEFAULT),
+                   help=f"comma-separated: {', '.join(registry.MODULES)}; "
+                        f"all = {', '.join(registry.ALL)}")
     p.add_argument("--out", required=True, metavar="DIR", help="the run folder")
     p.add_argument("--profile", default=None, choices=["cpu", "gpu", "tiny"],
                    help="sizes and budgets (default: gpu when the device is CUDA, else cpu)")
-    p.add_argument("--device", default="auto",
-                   help="cpu, cuda, cuda:N, auto (default), or all: one worker per CUDA device")
+    options.add_device(p, "auto", "cpu, cuda, cuda:N, auto (default), or all: one worker per CUDA device")
     p.add_argument("--devices", default=None, metavar="LIST",
                    help="one worker per listed device, e.g. cuda:0,cuda:1 (suites round-robin; "
                         "each worker writes OUT/worker<i>_<device>)")
@@ -70,15 +61,13 @@ def add_parser(sub) -> None:
                    help="CPU: leave glibc returning freed memory to the kernel (timings then "
                         "include page faults); see harness/bench/memory.py")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--isolation", default="process", choices=["process", "none"],
-                   help="process (default): the target runs, and its points are measured, in its own "
-                        "worker process; none: in this process (for pdb)")
-    p.add_argument("--impl-timeout", type=float, default=DEFAULT_CALL_LIMIT_S, metavar="SECONDS",
-                   help="wall-clock limit of each request to the target's worker: one validation, "
-                        "timed block, gradient profile, decode run or fine-tune seed (default "
-                        f"{DEFAULT_CALL_LIMIT_S:g}); past it the worker is killed and the point is an error")
-    p.add_argument("--import-timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="limit on importing the target in its worker (default 120)")
+    options.add_isolation(p, "process (default): the target runs, and its points are measured, in its own "
+                             "worker process; none: in this process (for pdb)")
+    options.add_impl_timeout(p, DEFAULT_CALL_LIMIT_S,
+                             "wall-clock limit of each request to the target's worker: one validation, "
+                             "timed block, gradient profile, decode run or fine-tune seed (default "
+                             f"{DEFAULT_CALL_LIMIT_S:g}); past it the worker is killed and the point is an error")
+    options.add_import_timeout(p, options.IMPORT_TIMEOUT_S)
     p.add_argument("--time-budget-s", type=float, default=None, metavar="SECONDS",
                    help="start no new point after this many seconds of the run; the rest are "
                         "recorded as skipped (default: the profile's, gpu 225 s; 0: no budget)")
@@ -87,16 +76,6 @@ def add_parser(sub) -> None:
                    help="no progress bars, a plain line per finished point instead (the default when "
                         "stderr is not a terminal)")
     p.set_defaults(func=main)
-
-
-def _suites(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    if names == ["all"]:
-        return list(ALL_SUITES)
-    unknown = [s for s in names if s not in SUITE_MODULES]
-    if unknown:
-        raise SystemExit(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITE_MODULES)}")
-    return names
 
 
 def _fan_out(args, suites, torch) -> int:
@@ -158,7 +137,7 @@ def order_for_budget(suites: list[str], budget: float | None) -> list[str]:
     """With a budget, the open-ended suites (scaling, finetune) go last."""
     if budget is None:
         return list(suites)
-    late = ("scaling", "finetune")
+    late = registry.OPEN_ENDED
     return [s for s in suites if s not in late] + [s for s in late if s in suites]
 
 
@@ -168,7 +147,7 @@ def main(args) -> int:
     from harness.bench import memory, profiles
 
     started = time.perf_counter()
-    suites = _suites(args.suite)
+    suites = registry.parse(args.suite)
     if args.devices or args.device == "all":
         return _fan_out(args, suites, torch)
     device = args.device
@@ -209,7 +188,7 @@ def _run(args, suites, device, profile, allocator, started) -> int:
     threads = args.threads or profile.threads
     if args.isolation == "process":  # imported once in the forkserver, never under a call's limit
         from harness import isolation
-        isolation.preload(["harness.bench.on_target"] + [SUITE_MODULES[s] for s in suites])
+        isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
     target = load_target(args.impl, conventions.parse_cli(args.convention), device,
                          isolation=args.isolation, timeout=args.impl_timeout,
                          import_timeout=args.import_timeout, threads=threads)
@@ -238,11 +217,10 @@ def _run(args, suites, device, profile, allocator, started) -> int:
 
 
 def _measure(args, suites, device, profile, allocator, started, target, store) -> int:
-    import importlib
-
     from harness.bench import Context, env, receptive_field
     from harness.bench.runner import Runner
     from harness.bench.scaling import fits as scaling_fits
+    from harness.runfolder import STATUSES
 
     budget = time_budget(args, profile)
     deadline = started + budget if budget is not None else None
@@ -264,7 +242,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []
     for name in suites:
-        module = importlib.import_module(SUITE_MODULES[name])
+        module = registry.module(name)
         # the profile's default budget is for the benchmark suites; finetune (minutes of
         # training by design) is cut only by an explicit --time-budget-s
         runner.deadline = deadline if (name != "finetune" or args.time_budget_s is not None) else None
@@ -276,7 +254,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
         store.write_json("fits.json", fits)
     if "receptive_field" in suites:
         receptive_field.write_grad_csv(store.dir, rows)
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "skipped", "oom", "nan", "error")}
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in STATUSES}
     wall = time.perf_counter() - started
     print(f"\nharness bench: {len(rows)} points ({', '.join(f'{k} {v}' for k, v in counts.items() if v)}) "
           f"in {wall:.1f} s -> {store.dir}")

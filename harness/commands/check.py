@@ -5,24 +5,22 @@ import os
 import sys
 from pathlib import Path
 
+from harness import options
+
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("check", help="run the conformance suites (pytest) against --impl targets")
-    p.add_argument("--impl", action="append", default=None, metavar="TARGET",
-                   help="module path or .py file; repeatable (default: reference)")
+    options.add_impl(p, repeatable=True)
     p.add_argument("--report", default=None, metavar="DIR", help="write the conformance table into DIR")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--profile", default=None, choices=["ci", "dev", "thorough"],
                    help="Hypothesis profile (default: ci when $CI is set, else dev)")
-    p.add_argument("--isolation", default="process", choices=["process", "none"],
-                   help="process (default): each target in its own worker process; none: in this "
-                        "process, for debugging with pdb")
-    p.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS",
-                   help="per-call time limit (default 20)")
-    p.add_argument("--import-timeout", type=float, default=None, metavar="SECONDS",
-                   help="time limit for importing a target (default 120)")
+    options.add_isolation(p, "process (default): each target in its own worker process; none: in this "
+                             "process, for debugging with pdb")
+    options.add_impl_timeout(p)
+    options.add_import_timeout(p)
     p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     p.set_defaults(func=main)
@@ -32,7 +30,7 @@ def pytest_argv(args) -> list[str]:
     argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfE",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",  # harness is imported before pytest
             "--ignore", str(SUITES / "benchmarks")]  # timings belong to `bench`, not conformance
-    for spec in args.impl or ["reference"]:
+    for spec in options.targets(args):
         argv += ["--impl", spec]
     for conv in args.convention:
         argv += ["--convention", conv]

@@ -14,19 +14,19 @@ from pathlib import Path
 
 from hypothesis.errors import UnsatisfiedAssumption
 
+from harness import options
 from harness.configs import Config
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("repro", help="replay one property check on one configuration")
     p.add_argument("check", help="path/to/suite.py::check_name")
-    p.add_argument("--impl", required=True, metavar="TARGET")
+    options.add_impl(p, required=True)
     p.add_argument("--config", required=True, help="the JSON configuration from the failure message")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--isolation", default="process", choices=["process", "none"],
-                   help="process (default): the target in its own worker process, as the suites ran it")
-    p.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS")
+    options.add_device(p)
+    options.add_isolation(p, "process (default): the target in its own worker process, as the suites ran it")
+    options.add_impl_timeout(p)
     p.set_defaults(func=main)
 
 

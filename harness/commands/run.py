@@ -21,13 +21,16 @@ import sys
 import time
 from pathlib import Path
 
+from harness import options
+from harness.bench import suites as registry
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="conformance + benchmarks + report in one go")
-    p.add_argument("--impl", action="append", default=None, metavar="TARGET")
+    options.add_impl(p, repeatable=True)
     p.add_argument("--out", default="runs/quickstart", metavar="DIR")
     p.add_argument("--profile", default="cpu", help="benchmark profile: tiny, cpu or gpu (default cpu)")
-    p.add_argument("--suite", default="scaling,receptive_field,kv_cache",
+    p.add_argument("--suite", default=",".join(registry.DEFAULT),
                    help="benchmark suites (comma-separated)")
     p.add_argument("--baseline", default=None, metavar="DIR",
                    help="compare with a stored baseline; a regression makes the exit status 1")
@@ -65,7 +68,7 @@ def earlier_results(out: str) -> list[Path]:
 
 
 def main(args) -> int:
-    impls = args.impl or ["reference"]
+    impls = options.targets(args)
     impl_args = [a for spec in impls for a in ("--impl", spec)]
     found = earlier_results(args.out)
     if found and not (args.overwrite or args.resume):

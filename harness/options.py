@@ -1,0 +1,62 @@
+"""THE shared command-line options of the harness's commands, and their defaults.
+
+``check``, ``repro``, ``bench``, ``run`` and the fine-tune scripts add ``--impl``, ``--isolation``,
+``--impl-timeout``, ``--import-timeout`` and ``--device`` through these functions, so an option is
+spelled, typed and defaulted once. The pytest plug-in (``harness.plugin``) reads ``DEFAULT_TARGET``
+through ``harness.loader``. A leaf module: the CLI builds its parser without importing torch.
+"""
+from __future__ import annotations
+
+#: the built-in reference implementations, the target when no ``--impl`` is given
+DEFAULT_TARGET = "reference"
+#: ``--isolation``: process = the target in its own worker process; none = in the harness's process
+ISOLATION_MODES = ("process", "none")
+DEFAULT_ISOLATION = "process"
+#: seconds the import of a target in its worker may take (``--import-timeout``; transformers takes seconds)
+IMPORT_TIMEOUT_S = 120.0
+#: seconds one conformance call into the target may take (``--impl-timeout`` of check and the
+#: plug-in); the value the plug-in applies is ``harness.guard.DEFAULT_TIMEOUT``, which equals it
+CALL_TIMEOUT_S = 20.0
+
+
+def targets(args) -> list[str]:
+    """The ``--impl`` specs of a repeatable ``--impl`` (``[DEFAULT_TARGET]`` when none was given)."""
+    return list(args.impl or [DEFAULT_TARGET])
+
+
+def add_impl(p, *, repeatable: bool = False, required: bool = False, help: str | None = None) -> None:
+    """``--impl TARGET``: a module path or a .py file. ``repeatable``: a list, read with ``targets(args)``
+    (None when not given); else one spec, ``DEFAULT_TARGET`` unless ``required``."""
+    if help is None:
+        help = "module path or .py file" + ("; repeatable" if repeatable else "") + \
+            ("" if required else f" (default: {DEFAULT_TARGET})")
+    if repeatable:
+        p.add_argument("--impl", action="append", default=None, metavar="TARGET", help=help)
+    elif required:
+        p.add_argument("--impl", required=True, metavar="TARGET", help=help)
+    else:
+        p.add_argument("--impl", default=DEFAULT_TARGET, metavar="TARGET", help=help)
+
+
+def add_isolation(p, help: str) -> None:
+    """``--isolation process|none`` (default ``DEFAULT_ISOLATION``); ``help`` says what it isolates."""
+    p.add_argument("--isolation", default=DEFAULT_ISOLATION, choices=list(ISOLATION_MODES), help=help)
+
+
+def add_impl_timeout(p, default: float | None = None, help: str | None = None) -> None:
+    """``--impl-timeout SECONDS``: the wall-clock limit of each call into the target (None: the
+    harness's default, ``CALL_TIMEOUT_S``)."""
+    p.add_argument("--impl-timeout", type=float, default=default, metavar="SECONDS",
+                   help=help or f"per-call time limit (default {CALL_TIMEOUT_S:g})")
+
+
+def add_import_timeout(p, default: float | None = None) -> None:
+    """``--import-timeout SECONDS``: the limit on importing the target in its worker (None: the
+    worker's default, ``IMPORT_TIMEOUT_S``)."""
+    p.add_argument("--import-timeout", type=float, default=default, metavar="SECONDS",
+                   help=f"time limit for importing a target in its worker (default {IMPORT_TIMEOUT_S:g})")
+
+
+def add_device(p, default: str = "cpu", help: str | None = None) -> None:
+    """``--device DEVICE`` (a torch device string; ``default`` is the command's)."""
+    p.add_argument("--device", default=default, metavar="DEVICE", help=help or f"torch device (default {default})")
