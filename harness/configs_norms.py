@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from harness.configs import _DTYPE, _SEED, Config, register
 
-HALF = ("float16", "bfloat16")
+HALF_NAMES = ("float16", "bfloat16")
 
 
 @register
@@ -96,7 +96,7 @@ def norm_configs(draw, dtypes=_DTYPE, min_tokens: int = 1, min_features: int = 1
 
 
 def half_dtypes():
-    return st.sampled_from(HALF)
+    return st.sampled_from(HALF_NAMES)
 
 
 def wide_dtypes():

@@ -60,3 +60,11 @@ def add_import_timeout(p, default: float | None = None) -> None:
 def add_device(p, default: str = "cpu", help: str | None = None) -> None:
     """``--device DEVICE`` (a torch device string; ``default`` is the command's)."""
     p.add_argument("--device", default=default, metavar="DEVICE", help=help or f"torch device (default {default})")
+
+
+def add_resume_overwrite(p, resume_help: str, overwrite_help: str) -> None:
+    """``--resume`` / ``--overwrite``, mutually exclusive: what to do with a run folder that holds
+    earlier results (without either, such a folder is refused)."""
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true", help=resume_help)
+    again.add_argument("--overwrite", action="store_true", help=overwrite_help)

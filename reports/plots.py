@@ -212,16 +212,26 @@ def rf_heatmap(run, out: Path) -> Plot | None:
                 _save(fig, out, f"receptive_field_heatmap_{run.run_id}"))
 
 
-def kv_cache_bars(df: pd.DataFrame, out: Path) -> Plot | None:
-    sub = df[df["suite"] == "kv_cache"]
+def _ok_points(df: pd.DataFrame, suite: str, metric: str) -> tuple[pd.DataFrame, list[str]] | None:
+    """A bar plot's data: the suite's ok points that have ``metric`` (wide), and the columns that
+    tell them apart (run, case, varying parameters); None when there is none."""
+    sub = df[df["suite"] == suite]
     data = _wide(sub)
-    if "cache_bytes" not in data.columns:
+    if metric not in data.columns:
         return None
-    data = data[(data["status"] == "ok") & data["cache_bytes"].notna()]
+    data = data[(data["status"] == "ok") & data[metric].notna()]
     if data.empty:
         return None
     cols = (["run_id"] if data["run_id"].nunique() > 1 else []) + ["case"] + \
         _varying(data, param_columns(sub), ("case",))
+    return data, cols
+
+
+def kv_cache_bars(df: pd.DataFrame, out: Path) -> Plot | None:
+    found = _ok_points(df, "kv_cache", "cache_bytes")
+    if found is None:
+        return None
+    data, cols = found
     data = data.assign(config=[_label(r, cols) for _, r in data.iterrows()])
     value_vars = [c for c in ("cache_bytes", "cache_formula_bytes") if c in data.columns]
     long = data.melt(id_vars=["config"], value_vars=value_vars, var_name="kind", value_name="bytes")
@@ -241,15 +251,10 @@ def kv_cache_bars(df: pd.DataFrame, out: Path) -> Plot | None:
 
 
 def accuracy_bars(df: pd.DataFrame, out: Path) -> Plot | None:
-    sub = df[df["suite"] == "finetune"]
-    data = _wide(sub)
-    if "accuracy" not in data.columns:
+    found = _ok_points(df, "finetune", "accuracy")
+    if found is None:
         return None
-    data = data[(data["status"] == "ok") & data["accuracy"].notna()]
-    if data.empty:
-        return None
-    cols = (["run_id"] if data["run_id"].nunique() > 1 else []) + ["case"] + \
-        _varying(data, param_columns(sub), ("case",))
+    data, cols = found
     labels = [_label(r, cols) for _, r in data.iterrows()]
     acc = data["accuracy"].to_numpy(float)
     err = None

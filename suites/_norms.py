@@ -16,7 +16,7 @@ from harness.runner import impl, on_target, require_features
 from harness.target_ops import assign_parameters, under_autocast
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
-HALF = (torch.float16, torch.bfloat16)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 def build(target, name: str, cfg: NormConfig, eps, affine: bool = True, shape=None,
@@ -53,7 +53,7 @@ def naive_dtype(dtype: torch.dtype, wide: bool = False) -> torch.dtype:
     the yardstick is the float32 math rounded to the input dtype, which is what
     torch does (opmath) and what "match a float32 reference" means.
     """
-    return torch.float32 if wide and dtype in HALF else dtype
+    return torch.float32 if wide and dtype in HALF_DTYPES else dtype
 
 
 def truth(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor:

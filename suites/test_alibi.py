@@ -87,15 +87,21 @@ def check_linear_bias(target, cfg):
                              f"{linear[h, i, j]:.6g}; differ by {diff.max():.3e} (allowed {2 * allowed:.3e})")
 
 
+def compare_causal_part(target, H: int, Lq: int, Lk: int):
+    """The target's bias (H, Lq, Lk) and the float64 truth, both minus their row constants, the
+    causal mask (H, Lq, Lk) and the policy's comparison on the causal part."""
+    rel, dtype = call_bias(target, H, Lq, Lk)
+    vis = causal(Lq, Lk).expand(H, Lq, Lk)
+    truth, naive = reference(H, Lq, Lk, dtype)
+    return rel, truth, vis, tolerance.compare(rel[vis], truth[vis], naive[vis], dtype=dtype)
+
+
 def check_end_alignment(target, cfg):
     """Shape (H, Lq, Lk) with Lq < Lk: query row i sits at position p = i + Lk - Lq (aligned to the
     end of the keys, as with a KV cache); up to the per-row constant the causal part equals
     -slope_h * (p - j)."""
     H, Lq, Lk = cfg.heads, cfg.Lq, cfg.Lk
-    rel, dtype = call_bias(target, H, Lq, Lk)
-    vis = causal(Lq, Lk).expand(H, Lq, Lk)
-    truth, naive = reference(H, Lq, Lk, dtype)
-    cmp = tolerance.compare(rel[vis], truth[vis], naive[vis], dtype=dtype)
+    rel, truth, vis, cmp = compare_causal_part(target, H, Lq, Lk)
     if not cmp.ok:
         diff = (rel - truth).abs().masked_fill(~vis, 0)
         h, i, j = (int(v) for v in (diff == diff.max()).nonzero()[0])
@@ -111,10 +117,7 @@ def check_head_slopes(target, cfg):
     alignment agrees) each head's causal part, up to the per-row constant, is -get_slopes(H)[h]
     * distance."""
     H, Lq, Lk = cfg.heads, cfg.Lq, cfg.Lk
-    rel, dtype = call_bias(target, H, Lq, Lk)
-    vis = causal(Lq, Lk).expand(H, Lq, Lk)
-    truth, naive = reference(H, Lq, Lk, dtype)
-    cmp = tolerance.compare(rel[vis], truth[vis], naive[vis], dtype=dtype)
+    rel, truth, vis, cmp = compare_causal_part(target, H, Lq, Lk)
     if not cmp.ok:
         got = fitted_slopes(rel, Lq, Lk)
         ref = torch.tensor(get_slopes(H), dtype=torch.float64)

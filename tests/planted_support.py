@@ -65,3 +65,9 @@ def assert_declared_passes(pytester, report: Path, suite, planted: Path, tests, 
     cells = conformance(report)
     for prop, label in labels.items():
         assert cells[(prop, str(planted))] == label
+
+
+#: the wall-clock limit of a self-test's subprocess: a guard against a hang, never a speed
+#: requirement (a property of the code under test is never judged by it). On this project's
+#: 2-core machine at load 10 the tiny main job alone took over 600 s, the earlier limit.
+HANG_LIMIT_S = 2400

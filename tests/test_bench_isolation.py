@@ -23,6 +23,7 @@ from harness.bench.store import read_jsonl
 from harness.cli import main as cli_main
 from harness.loader import load_target
 from harness.runner import on_target
+from tests.planted_support import HANG_LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "planted" / "isolation"
@@ -32,7 +33,7 @@ P = {"n": 16, "batch": 1, "heads": 2, "head_dim": 8, "dtype": "float32"}
 def bench_subprocess(out: Path, impl: Path, *extra: str) -> tuple[int, str, list[dict]]:
     proc = subprocess.run([sys.executable, "-m", "harness", "bench", "--impl", str(impl), "--out", str(out),
                            "--profile", "tiny", "--device", "cpu", "--no-progress", *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     rows = read_jsonl(out / "results.jsonl") if (out / "results.jsonl").exists() else []
     return proc.returncode, proc.stdout + proc.stderr, rows
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
+from tests.planted_support import HANG_LIMIT_S
 
 _spec = importlib.util.spec_from_file_location("_report_fixtures",
                                                Path(__file__).with_name("test_reports.py"))
@@ -39,7 +40,7 @@ def chromium(tmp_path: Path, page: Path, *mode: str) -> subprocess.CompletedProc
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             f"--user-data-dir={profile}", "--window-size=1280,4000", "--virtual-time-budget=5000",
             *mode, page.resolve().as_uri()]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=HANG_LIMIT_S)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.planted_support import HANG_LIMIT_S
 from test_hostile_targets import (assert_each_property_reported, assert_reference_unaffected,
                                   outcomes_by_target, run_suites)
 
@@ -64,7 +65,7 @@ def test_the_repro_line_replays_a_worker_crash(pytester):
                       result.stdout.str())
     assert repro, result.stdout.str()[-3000:]
     done = subprocess.run([sys.executable, "-m", "harness", "repro", repro.group(1), "--impl", repro.group(2),
-                           "--config", repro.group(3)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "--config", repro.group(3)], cwd=ROOT, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the worker process died with SIGSEGV during scaled_dot_product_attention" in done.stdout
 
@@ -167,7 +168,7 @@ def test_check_exits_non_zero_and_ends_despite_an_exit_and_a_stray_thread(tmp_pa
         [sys.executable, "-m", "harness", "check", "--impl", planted("os_exit.py"),
          "--impl", planted("nondaemon_thread.py"), "--impl", "reference", "--profile", "ci",
          "--report", str(report), "-k", "test_agreement and not window", "--", "--tb=line"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "the worker process exited with status 0" in done.stdout
     rows = {r["property"]: r for r in csv.DictReader((report / "conformance.csv").open())}

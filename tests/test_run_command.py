@@ -15,6 +15,7 @@ import pytest
 
 import harness.commands.run as run_command
 from harness.cli import main as cli
+from tests.planted_support import HANG_LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +112,7 @@ def test_tiny_main_job_end_to_end(tmp_path):
     pytest.importorskip("seaborn")
     out = tmp_path / "job"
     proc = subprocess.run([sys.executable, "-m", "harness", "run", "--impl", "reference", "--out", str(out),
-                           "--profile", "tiny"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "--profile", "tiny"], cwd=ROOT, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "summary: conformance ok, benchmarks ok, finetune ok, report ok" in proc.stdout
     assert (out / "conformance" / "conformance.csv").is_file()

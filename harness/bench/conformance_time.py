@@ -1,7 +1,7 @@
 """Conformance time per target: the wall time of the whole conformance run (every suite, the
 ``harness-ci`` Hypothesis profile) for the target, in each isolation mode.
 
-Each point runs ``python -m harness check --impl TARGET --profile ci --isolation MODE`` in a fresh
+Each point runs ``python -m harness check --impl TARGET --hypothesis-profile ci --isolation MODE`` in a fresh
 process (``CI=true``, one torch thread, as the main job does) and records the session's wall time
 as pytest reports it (collection and the tests; the interpreter's start-up excluded) and the
 process's. The modes alternate within each repeat, so load that drifts during the run reaches
@@ -35,7 +35,7 @@ def run_check(impl: str, mode: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="harness-conftime-") as out:
         env = dict(os.environ, CI="true", PYTHONHASHSEED="0")
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "harness", "check", "--impl", impl, "--profile", "ci",
+        done = subprocess.run([sys.executable, "-m", "harness", "check", "--impl", impl, "--hypothesis-profile", "ci",
                                "--isolation", mode, "--report", out], capture_output=True, text=True, env=env,
                               timeout=1800)
         wall = time.perf_counter() - start

@@ -45,12 +45,9 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", default=None, metavar="LIST",
                    help="one worker per listed device, e.g. cuda:0,cuda:1 (suites round-robin; "
                         "each worker writes OUT/worker<i>_<device>)")
-    again = p.add_mutually_exclusive_group()
-    again.add_argument("--resume", action="store_true",
-                       help="keep the points already measured ok in DIR/results.jsonl, measure the rest")
-    again.add_argument("--overwrite", action="store_true",
-                       help="discard the results already in DIR (without it, or --resume, a folder "
-                            "that holds results is refused)")
+    options.add_resume_overwrite(
+        p, "keep the points already measured ok in DIR/results.jsonl, measure the rest",
+        "discard the results already in DIR (without it, or --resume, a folder that holds results is refused)")
     p.add_argument("--cases", default=None,
                    help="comma-separated case names to run (default: all of each suite)")
     p.add_argument("--sizes", default=None, help="override the scaling sizes, e.g. 512,1024,2048")

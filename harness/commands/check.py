@@ -15,8 +15,10 @@ def add_parser(sub) -> None:
     options.add_impl(p, repeatable=True)
     p.add_argument("--report", default=None, metavar="DIR", help="write the conformance table into DIR")
     p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--profile", default=None, choices=["ci", "dev", "thorough"],
-                   help="Hypothesis profile (default: ci when $CI is set, else dev)")
+    p.add_argument("--hypothesis-profile", "--profile", dest="profile", default=None,
+                   choices=["ci", "dev", "thorough"],
+                   help="the Hypothesis profile, as `run --hypothesis-profile` (default: ci when $CI is "
+                        "set, else dev); --profile is the older spelling")
     options.add_isolation(p, "process (default): each target in its own worker process; none: in this "
                              "process, for debugging with pdb")
     options.add_impl_timeout(p)

@@ -45,11 +45,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-progress", action="store_true",
                    help="bench stages: no progress bars, a plain line per finished point (the default "
                         "when stderr is not a terminal)")
-    again = p.add_mutually_exclusive_group()
-    again.add_argument("--overwrite", action="store_true",
-                       help="discard the benchmark results of an earlier job in OUT")
-    again.add_argument("--resume", action="store_true",
-                       help="keep an earlier job's ok benchmark points in OUT, measure the rest")
+    options.add_resume_overwrite(p, "keep an earlier job's ok benchmark points in OUT, measure the rest",
+                                 "discard the benchmark results of an earlier job in OUT")
     p.set_defaults(func=main)
 
 
@@ -83,7 +80,7 @@ def main(args) -> int:
     status = {}
     stages = [
         ("conformance", ["check", *impl_args, "--report", f"{args.out}/conformance",
-                         "--profile", args.hypothesis_profile]),
+                         "--hypothesis-profile", args.hypothesis_profile]),
         ("benchmarks", ["bench", "--impl", impls[0], "--suite", args.suite, "--out", args.out,
                         "--profile", args.profile, *again]),
         ("finetune", ["bench", "--impl", impls[0], "--suite", "finetune", "--out", f"{args.out}/finetune",

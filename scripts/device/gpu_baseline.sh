@@ -11,7 +11,7 @@
 #   finetune       harness bench --suite finetune --cases majority_class,reference
 #   finetune_swap  --cases swap.sdpa,swap.layernorm into its own folder, seeded with finetune's rows
 #                  and run with --resume, so the stock model's per-seed runs are reused (not retrained)
-#   conformance    harness check --impl reference --profile ci -- --device cuda, the table written
+#   conformance    harness check --impl reference --hypothesis-profile ci -- --device cuda, the table written
 #                  to RUN/bench/conformance/ (inside the bench run folder, where `harness report`
 #                  reads it: notes/RESULTS_SCHEMA.md)
 # The harness writes results.jsonl row by row, so a stage cut short still leaves its finished points.
@@ -271,7 +271,7 @@ run_stage finetune_swap "$B_SWAP" "${H[@]}" bench --impl reference --suite finet
   --device "$DEV" --cases swap.sdpa,swap.layernorm --out "$RUN/finetune_swap" --no-progress --resume \
   --time-budget-s @INNER_BUDGET@
 
-CHECK=("${H[@]}" check --impl reference --profile ci --report "$RUN/bench/conformance")
+CHECK=("${H[@]}" check --impl reference --hypothesis-profile ci --report "$RUN/bench/conformance")
 [ -n "$CHECK_K" ] && CHECK+=(-k "$CHECK_K")
 # shellcheck disable=SC2206  # HARNESS_CHECK_ARGS is split on spaces on purpose
 CHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/conformance-junit.xml" ${HARNESS_CHECK_ARGS:-})

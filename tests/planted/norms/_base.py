@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-HALF = (torch.float16, torch.bfloat16)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 class _Norm(nn.Module):
@@ -37,7 +37,7 @@ class _Norm(nn.Module):
     # -- hooks shared by both ---------------------------------------------------
     def compute_dtype(self, x):
         """float32 for half inputs (torch's opmath), the input dtype otherwise."""
-        return torch.float32 if x.dtype in HALF else x.dtype
+        return torch.float32 if x.dtype in HALF_DTYPES else x.dtype
 
     def stat_dims(self, h):
         """The dims the statistics span: the trailing normalized_shape."""
