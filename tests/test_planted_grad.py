@@ -1,0 +1,68 @@
+"""The gradient suites catch real backward bugs: each planted target in ``tests/planted/grad/``
+has a correct forward and ONE wrong hand-written backward hook (on top of ``_base.py``), and
+fails exactly the property named for it, with the property's name and a repro line. Controls:
+``reference``, ``torch.nn.functional`` / ``torch.nn`` and the correct custom-backward target pass
+every gradient property; a target without a backward is reported ``unsupported (no backward``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from planted_support import assert_caught, conformance, property_of, run_suite, suite_tests
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "planted" / "grad"
+GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py"]
+CORRECT = PLANTED / "correct_custom_backward.py"
+
+#: (planted target, suite file, the one suite test that must fail for it)
+BUGS = [
+    ("attn_dq_without_scale.py", "test_attention_grad.py", "test_agreement"),
+    ("attn_dk_without_scale.py", "test_attention_grad.py", "test_scale"),
+    ("attn_softmax_no_rowsum.py", "test_attention_grad.py", "test_value_shift"),
+    ("attn_causal_leak.py", "test_attention_grad.py", "test_causal"),
+    ("attn_dv_unmasked_probs.py", "test_attention_grad.py", "test_bool_mask"),
+    ("attn_float_mask_ignored_in_backward.py", "test_attention_grad.py", "test_float_mask"),
+    ("attn_gqa_first_head_only.py", "test_attention_grad.py", "test_gqa"),
+]
+
+#: what the failure must say besides the property name
+MESSAGES = {
+    "attn_causal_leak.py": ["must be exactly 0"],
+    "attn_dv_unmasked_probs.py": ["dv of masked keys", "must be exactly 0"],
+    "attn_gqa_first_head_only.py": ["the backward must sum over the query group"],
+    "attn_softmax_no_rowsum.py": ["after adding c ="],
+}
+
+
+def test_table_is_consistent():
+    """Every planted file is listed; every gradient property has a planted bug that it catches."""
+    files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
+    listed = {b for b, _, _ in BUGS} | {CORRECT.name}
+    assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
+    assert len(BUGS) >= 10
+    for bug, suite, test in BUGS:
+        assert test in suite_tests(suite), f"{bug}: {suite} has no {test}"
+        doc = (PLANTED / bug).read_text()
+        assert doc.startswith('"""Planted bug') and "Real pattern" in doc, f"{bug}: docstring"
+        assert f"Caught by: {property_of(suite, test)}" in doc, f"{bug}: docstring names another property"
+    properties = {property_of(s, t) for s in GRAD_SUITES if (ROOT / "suites" / s).exists() for t in suite_tests(s)}
+    assert properties == {property_of(s, t) for _, s, t in BUGS}
+
+
+@pytest.mark.parametrize("bug,suite,test", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
+def test_planted_bug_is_caught(pytester, bug, suite, test):
+    assert_caught(pytester, suite, PLANTED / bug, test, MESSAGES.get(bug, []))
+
+
+def test_correct_targets_pass_every_attention_gradient_property(pytester, tmp_path):
+    """reference, torch.nn.functional (torch's SDPA backward) and the hand-written backward pass."""
+    report = tmp_path / "report"
+    impls = ["reference", "torch.nn.functional", CORRECT]
+    result = run_suite(pytester, ["test_attention_grad.py"], impls, None, "--conformance-report", str(report))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]
+    cells = conformance(report)
+    assert len(cells) == 3 * len(suite_tests("test_attention_grad.py"))
+    for key, cell in cells.items():
+        assert cell == "pass" or cell.startswith("convention:"), (key, cell)
