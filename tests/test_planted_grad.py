@@ -24,6 +24,9 @@ BUGS = [
     ("attn_dv_unmasked_probs.py", "test_attention_grad.py", "test_bool_mask"),
     ("attn_float_mask_ignored_in_backward.py", "test_attention_grad.py", "test_float_mask"),
     ("attn_gqa_first_head_only.py", "test_attention_grad.py", "test_gqa"),
+    ("ln_dweight_unnormalized.py", "test_norm_grad.py", "test_layernorm"),
+    ("ln_no_mean_term.py", "test_norm_grad.py", "test_shift_invariance"),
+    ("rms_constant_rms.py", "test_norm_grad.py", "test_rmsnorm"),
 ]
 
 #: what the failure must say besides the property name
@@ -32,6 +35,9 @@ MESSAGES = {
     "attn_dv_unmasked_probs.py": ["dv of masked keys", "must be exactly 0"],
     "attn_gqa_first_head_only.py": ["the backward must sum over the query group"],
     "attn_softmax_no_rowsum.py": ["after adding c ="],
+    "ln_no_mean_term.py": ["the backward lacks the mean-of-gradient term"],
+    "ln_dweight_unnormalized.py": ["dweight of LayerNorm"],
+    "rms_constant_rms.py": ["dx of RMSNorm"],
 }
 
 
@@ -66,3 +72,16 @@ def test_correct_targets_pass_every_attention_gradient_property(pytester, tmp_pa
     assert len(cells) == 3 * len(suite_tests("test_attention_grad.py"))
     for key, cell in cells.items():
         assert cell == "pass" or cell.startswith("convention:"), (key, cell)
+
+
+def test_correct_targets_pass_every_norm_gradient_property(pytester, tmp_path):
+    """reference, torch.nn (LayerNorm, RMSNorm as is) and the hand-written backward pass."""
+    report = tmp_path / "report"
+    impls = ["reference", "torch.nn", CORRECT]
+    result = run_suite(pytester, ["test_norm_grad.py"], impls, None, "--conformance-report", str(report))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]
+    cells = conformance(report)
+    assert len(cells) == 3 * len(suite_tests("test_norm_grad.py"))
+    for key, cell in cells.items():
+        assert cell == "pass", (key, cell)
