@@ -99,3 +99,40 @@ def test_correct_targets_pass_every_position_gradient_property(pytester, tmp_pat
                        "--conformance-report", str(report))
     result.assert_outcomes(passed=2 * len(suite_tests("test_position_grad.py")))
     assert set(conformance(report).values()) == {"pass"}
+
+
+NO_BACKWARD = {  # target source -> the start of its cells
+    "detached": ("import torch.nn.functional as F\n\n"
+                 "def scaled_dot_product_attention(query, key, value, **kw):\n"
+                 "    return F.scaled_dot_product_attention(query, key, value, **kw).detach()\n",
+                 "unsupported (no backward: the output has no grad_fn"),
+    "raises": ("import torch\nimport torch.nn.functional as F\n\n"
+               "class Fn(torch.autograd.Function):\n"
+               "    @staticmethod\n"
+               "    def forward(ctx, q, k, v, kw):\n"
+               "        return F.scaled_dot_product_attention(q, k, v, **kw)\n"
+               "    @staticmethod\n"
+               "    def backward(ctx, g):\n"
+               "        raise NotImplementedError('inference-only kernel')\n\n"
+               "def scaled_dot_product_attention(query, key, value, **kw):\n"
+               "    return Fn.apply(query, key, value, kw)\n",
+               "unsupported (no backward: its backward raised NotImplementedError: inference-only kernel"),
+    "declared": ("from torch.nn.functional import scaled_dot_product_attention  # noqa: F401\n"
+                 "HARNESS_UNSUPPORTED = {'backward'}\n",
+                 "unsupported (declared: a backward pass"),
+}
+
+
+@pytest.mark.parametrize("kind", list(NO_BACKWARD))
+def test_a_target_without_backward_is_unsupported(pytester, tmp_path, kind):
+    """A forward-only kernel (output without grad_fn, a backward raising NotImplementedError, or
+    ``HARNESS_UNSUPPORTED = {"backward"}``) is reported ``unsupported (...)``, never a failure."""
+    source, cell = NO_BACKWARD[kind]
+    target = tmp_path / f"forward_only_{kind}.py"
+    target.write_text(source)
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_attention_grad.py"], [target], "test_agreement or test_gqa",
+                       "--conformance-report", str(report))
+    result.assert_outcomes(skipped=2)
+    for (prop, _), got in conformance(report).items():
+        assert got.startswith(cell), (prop, got)
