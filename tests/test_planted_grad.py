@@ -66,39 +66,24 @@ def test_planted_bug_is_caught(pytester, bug, suite, test):
     assert_caught(pytester, suite, PLANTED / bug, test, MESSAGES.get(bug, []))
 
 
-def test_correct_targets_pass_every_attention_gradient_property(pytester, tmp_path):
-    """reference, torch.nn.functional (torch's SDPA backward) and the hand-written backward pass."""
+#: (suite, correct targets that must pass every property of it)
+CONTROLS = [("test_attention_grad.py", ["reference", "torch.nn.functional", CORRECT]),
+            ("test_norm_grad.py", ["reference", "torch.nn", CORRECT]),
+            ("test_position_grad.py", ["reference", CORRECT])]
+
+
+@pytest.mark.parametrize("suite,impls", CONTROLS, ids=[c[0].removesuffix(".py") for c in CONTROLS])
+def test_correct_targets_pass_every_gradient_property(pytester, tmp_path, suite, impls):
+    """reference, torch (SDPA's and nn.LayerNorm/RMSNorm's own backwards) and the hand-written
+    custom-backward target pass every gradient property of the suite."""
     report = tmp_path / "report"
-    impls = ["reference", "torch.nn.functional", CORRECT]
-    result = run_suite(pytester, ["test_attention_grad.py"], impls, None, "--conformance-report", str(report))
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]
+    result = run_suite(pytester, [suite], impls, None, "--conformance-report", str(report))
+    n = len(impls) * len(suite_tests(suite))
+    assert result.parseoutcomes().get("passed", 0) == n, result.stdout.str()[-4000:]
     cells = conformance(report)
-    assert len(cells) == 3 * len(suite_tests("test_attention_grad.py"))
+    assert len(cells) == n
     for key, cell in cells.items():
         assert cell == "pass" or cell.startswith("convention:"), (key, cell)
-
-
-def test_correct_targets_pass_every_norm_gradient_property(pytester, tmp_path):
-    """reference, torch.nn (LayerNorm, RMSNorm as is) and the hand-written backward pass."""
-    report = tmp_path / "report"
-    impls = ["reference", "torch.nn", CORRECT]
-    result = run_suite(pytester, ["test_norm_grad.py"], impls, None, "--conformance-report", str(report))
-    outcomes = result.parseoutcomes()
-    assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]
-    cells = conformance(report)
-    assert len(cells) == 3 * len(suite_tests("test_norm_grad.py"))
-    for key, cell in cells.items():
-        assert cell == "pass", (key, cell)
-
-
-def test_correct_targets_pass_every_position_gradient_property(pytester, tmp_path):
-    """reference and the hand-written backward pass (torch.nn has neither name: skipped)."""
-    report = tmp_path / "report"
-    result = run_suite(pytester, ["test_position_grad.py"], ["reference", CORRECT], None,
-                       "--conformance-report", str(report))
-    result.assert_outcomes(passed=2 * len(suite_tests("test_position_grad.py")))
-    assert set(conformance(report).values()) == {"pass"}
 
 
 NO_BACKWARD = {  # target source -> the start of its cells
