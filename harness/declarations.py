@@ -108,6 +108,7 @@ FEATURES = {
     "enable_gqa": "GQA / MQA (fewer KV heads than query heads)",
     "scale": "an explicit scale",
     "autocast": "being called inside torch.autocast",
+    "backward": "a backward pass (the gradient properties)",
     **{name: f"{name} inputs" for name in DTYPE_NAMES},
 }
 

@@ -75,6 +75,24 @@ CAUSAL = (
 )
 
 
+#: the backward (dq, dk, dv): past the first 64/128-row tile and a ragged key block, E past 128, a
+#: low precision; each costs four autograd passes on the harness's side (float64 + three naive)
+GRAD = (
+    _attn(129, 257, 64, seed=80),
+    _attn(65, 130, 32, dtype="bfloat16", seed=81),
+    _attn(113, 203, 160, dtype="float16", seed=82),
+)
+#: causal backward past a tile (L <= S: every query sees a key under either alignment)
+GRAD_CAUSAL = (
+    _attn(129, 129, 32, seed=83),
+    _attn(65, 257, 16, dtype="bfloat16", seed=84),
+)
+#: GQA backward: groups of 4 with several KV heads, and MQA, past a tile
+GRAD_GQA = (
+    _attn(65, 129, 64, hq=8, hkv=2, seed=85),
+    _attn(129, 65, 32, hq=6, hkv=1, dtype="bfloat16", seed=86),
+)
+
 #: autocast (float32 inputs, the config's dtype is autocast's): past a tile, a wide head, decoding
 AUTOCAST = (
     _attn(129, 257, 64, dtype="bfloat16", seed=50),

@@ -31,6 +31,46 @@ def vjp(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out=
     return out.detach(), True, list(grads)
 
 
+def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out: torch.Tensor,
+             module: Any = None, params: tuple[str, ...] = ()):
+    """The target's forward and backward: ``fn(*args, **kwargs)`` with ``args[i]`` (``i`` in
+    ``wrt``) as fresh leaves, and ``module``'s tensors ``params`` (e.g. "weight", "bias") made to
+    require grad, then one backward with the upstream gradient ``grad_out`` (output-shaped).
+
+    Returns ``(output detached, [grad of each wrt arg], {param: grad}, why)``; a gradient the
+    backward did not reach is None. ``why`` is None, or why the target has no backward: its
+    output has no grad_fn, or the backward raised NotImplementedError (or torch's "not
+    implemented" RuntimeError). Any other exception in the backward is the target's error."""
+    args = list(args)
+    leaves = []
+    for i in wrt:
+        args[i] = args[i].detach().clone().requires_grad_(True)
+        leaves.append(args[i])
+    tensors = []
+    for name in params:
+        p = getattr(module, name, None)
+        if not isinstance(p, torch.Tensor):
+            raise AssertionError(f"the module has no tensor .{name} to differentiate (got {type(p).__name__})")
+        if not p.requires_grad and p.is_leaf:
+            p.requires_grad_(True)
+        tensors.append(p)
+    none = [None] * len(leaves), {name: None for name in params}
+    with torch.enable_grad():
+        out = fn(*args, **kwargs)
+        if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+            what = "requires grad but has no grad_fn" if getattr(out, "requires_grad", False) else "has no grad_fn"
+            return out.detach() if isinstance(out, torch.Tensor) else out, *none, f"the output {what}"
+        try:
+            grads = torch.autograd.grad(out, leaves + tensors, grad_out, allow_unused=True)
+        except NotImplementedError as exc:
+            return out.detach(), *none, f"its backward raised NotImplementedError: {exc}"[:200]
+        except RuntimeError as exc:
+            if "not implemented" not in str(exc).lower():
+                raise
+            return out.detach(), *none, f"its backward raised: {str(exc).splitlines()[0]}"[:200]
+    return out.detach(), list(grads[:len(leaves)]), dict(zip(params, grads[len(leaves):])), None
+
+
 def assign_parameters(mod: torch.nn.Module, name: str, shape: Any, params: dict[str, torch.Tensor]) -> None:
     """Write float64 ``params`` into ``mod``'s tensors of the same names, in place (as a model's
     checkpoint loading does), in the parameter's own dtype and device."""

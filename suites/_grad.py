@@ -1,0 +1,79 @@
+"""Helpers the gradient suites share: the target's forward and backward (in its worker), the
+float64 autograd truth and the naive same-dtype autograd yardstick, the comparison under the
+tolerance policy with ``K_GRAD``, and the exact-zero check of the structural properties.
+
+A gradient property runs the target's forward and backward with a random upstream gradient
+``g`` (output-shaped) and compares every input gradient with float64 autograd of the
+reference math (``reference/``); the allowed error is ``K_GRAD`` times the error of autograd
+through the same naive math in the input dtype, plus the dtype's floor.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import pytest
+import torch
+
+from harness import tolerance
+from harness.guard import expect_tensor
+from harness.runner import UNSUPPORTED, on_target, require_features
+from harness.target_ops import backward
+
+
+def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor,
+                 module=None, params: tuple[str, ...] = ()):
+    """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives.
+
+    Returns ``(output, [grad of args[i] for i in wrt], {param: grad})``; a gradient the backward
+    did not reach is zeros (a lost gradient then fails the comparison). A target without a
+    backward (declared ``HARNESS_UNSUPPORTED = {"backward"}``, an output without grad_fn, or a
+    backward raising NotImplementedError) is reported ``unsupported (no backward: ...)``."""
+    require_features(target, "backward")
+    out, grads, pgrads, why = on_target(target, backward, fn, args, kwargs, wrt, g, module, params)
+    if why is not None:
+        pytest.skip(f"{UNSUPPORTED} (no backward: {why})")
+    grads = [torch.zeros_like(args[i]) if d is None else d for i, d in zip(wrt, grads)]
+    for i, d in zip(wrt, grads):
+        expect_tensor(d, f"the gradient of argument {i}", tuple(args[i].shape), args[i].dtype, args[i].device)
+    return out, grads, pgrads
+
+
+def upstream(shape, dtype: torch.dtype, gen: torch.Generator, device="cpu") -> torch.Tensor:
+    """A random upstream gradient N(0, 1) of ``shape``, in ``dtype``."""
+    return torch.randn(shape, generator=gen).to(dtype).to(device)
+
+
+def autograd_of(fn: Callable, tensors: Sequence[torch.Tensor], g: torch.Tensor) -> list[torch.Tensor]:
+    """Gradients of ``fn(*tensors)`` (harness math, on the CPU) for the upstream ``g`` (cast to
+    the output's dtype); a tensor the output does not depend on gets zeros."""
+    leaves = [t.detach().cpu().clone().requires_grad_(True) for t in tensors]
+    with torch.enable_grad():
+        out = fn(*leaves)
+        grads = torch.autograd.grad(out, leaves, g.detach().cpu().to(out.dtype), allow_unused=True)
+    return [torch.zeros_like(t) if d is None else d.detach() for t, d in zip(leaves, grads)]
+
+
+def worst_each(truths: Sequence[torch.Tensor], candidates: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
+    """Per gradient, the naive candidate furthest from the truth (``tolerance.worst_naive``)."""
+    return [tolerance.worst_naive(t, [c[i] for c in candidates]) for i, t in enumerate(truths)]
+
+
+def assert_grads(names: Sequence[str], actual, truths, naives, dtype: torch.dtype, what: str) -> None:
+    """Each gradient equals its float64 truth under the policy (``K_GRAD`` x naive + floor)."""
+    for name, a, t, n in zip(names, actual, truths, naives):
+        tolerance.assert_close(a, t, n, dtype=dtype, what=f"{name} {what}", k=tolerance.K_GRAD)
+
+
+def grad_allowance(truth: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype) -> float:
+    """What the policy allows for one gradient (for comparing two of the target's gradients)."""
+    return tolerance.allowance(truth, naive, dtype=dtype, k=tolerance.K_GRAD)
+
+
+def assert_zero(grad: torch.Tensor, where: torch.Tensor, dim: int, what: str) -> None:
+    """``grad`` is exactly zero at the indices ``where`` (bool) along ``dim``: no tolerance."""
+    picked = grad.detach().double().cpu().index_select(dim, where.cpu().nonzero().flatten())
+    if picked.numel() and not bool((picked == 0).all()):
+        bad = (picked != 0).nonzero()[0].tolist()
+        bad[dim] = int(where.cpu().nonzero().flatten()[bad[dim]])
+        raise AssertionError(f"{what}: nonzero ({float(grad[tuple(bad)]):.4g}) at index {tuple(bad)}, "
+                             f"must be exactly 0")

@@ -1,0 +1,209 @@
+"""Attention backward conformance: dQ, dK, dV of scaled dot-product attention.
+
+    O = softmax(S) V,  S = Q K^T * scale (+ bias, masked)        O (..., Hq, L, Ev)
+    dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(P * dP)),  dQ = dS K * scale,  dK = dS^T Q * scale
+
+Each property runs the target's forward and backward in its worker with a random upstream
+gradient dO (``suites._grad.target_grads``) and compares dq (..., Hq, L, E), dk (..., Hkv, S, E)
+and dv (..., Hkv, S, Ev) with float64 autograd of ``reference.attention.attention_math``;
+allowed: ``K_GRAD`` x the error of autograd through the same math in the input dtype (the worst
+of the three scale placements) + floor. Structural properties hold exactly: a key no query with
+a nonzero upstream gradient sees gets dK = dV = 0 bit for bit, even when it holds +-1e4.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+from hypothesis import given
+
+from harness import regimes
+from harness.configs import attn_configs
+from harness.regimes import covering
+from harness.runner import require_features, run
+from reference.attention import attention_math
+from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
+from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, target_grads, upstream,
+                          worst_each)
+from suites.test_attention_masks import _random_mask
+
+FAMILY = "attention_grad"
+pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]
+NAMES = ("dq", "dk", "dv")
+
+
+def sdpa_grads(target, q, k, v, g, **kw) -> list[torch.Tensor]:
+    """[dq, dk, dv] of the target's SDPA(q, k, v, **kw) for the upstream gradient g."""
+    kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
+    require_features(target, *features_of(q, k, kw))
+    _, grads, _ = target_grads(target, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), g)
+    return grads
+
+
+def truth_and_naive(q, k, v, g, **kw):
+    """(float64 autograd [dq, dk, dv], the naive yardstick: autograd in the input dtype, per
+    gradient the worst of the three places a correct kernel may put the scale)."""
+    kw = _cpu({"enable_gqa": q.shape[-3] != k.shape[-3], **kw})
+    truth = autograd_of(lambda *t: attention_math(*t, **kw), [t.double() for t in (q, k, v)], g.double())
+    cands = [autograd_of(lambda *t, at=at: attention_math(*t, compute_dtype=q.dtype, scale_at=at, **kw),
+                         (q, k, v), g) for at in SCALE_PLACEMENTS]
+    return truth, worst_each(truth, cands)
+
+
+def agree(grads, q, k, v, g, what: str, **kw) -> None:
+    truth, naive = truth_and_naive(q, k, v, g, **kw)
+    assert_grads(NAMES, grads, truth, naive, q.dtype, what)
+
+
+def _inputs(target, cfg, salt=9):
+    q, k, v = cfg.qkv(target.device)
+    return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
+
+
+def check_agreement(target, cfg):
+    """dq, dk, dv with the default scale 1/sqrt(E) equal float64 autograd of the reference."""
+    q, k, v, g = _inputs(target, cfg)
+    agree(sdpa_grads(target, q, k, v, g), q, k, v, g, "(default scale)")
+
+
+def check_scale(target, cfg):
+    """An explicit scale (away from 1) enters dq and dk exactly as the forward uses it."""
+    q, k, v, g = _inputs(target, cfg)
+    gen = cfg.generator(salt=2)
+    s = float(torch.empty(()).uniform_(0.05, 0.5, generator=gen)) * (6 if torch.rand((), generator=gen) < 0.5 else 1)
+    agree(sdpa_grads(target, q, k, v, g, scale=s), q, k, v, g, f"with scale={s:.4g}", scale=s)
+
+
+def check_value_shift(target, cfg):
+    """Adding one vector c to every value row shifts each output row by c (softmax rows sum to 1),
+    so dq and dk do not change: the backward's row-sum term rowsum(P * dP) cancels c exactly.
+    Compared with float64 autograd at V + c (the same truth as at V, up to V's rounding)."""
+    q, k, v, g = _inputs(target, cfg)
+    c = (torch.rand(cfg.Ev, generator=cfg.generator(salt=3)) * 8 - 4).to(v.dtype).to(v.device)
+    v2 = v + c
+    agree(sdpa_grads(target, q, k, v2, g), q, k, v2, g,
+          f"after adding c = {c[:4].tolist()}... to every value row (dq and dk must not change: "
+          f"the sum over keys of dS is 0)")
+
+
+def check_causal(target, cfg):
+    """is_causal (L <= S, every row sees a key; the alignment is the forward's, measured by the
+    one-hot probe): keys after a cut hold +-1e4 and the upstream gradient is 0 on the queries
+    that see them; those keys get exactly zero dk and dv, and every gradient matches autograd."""
+    if cfg.L > cfg.S:
+        cfg = replace(cfg, L=cfg.S, S=cfg.L)
+    vis = visibility(target, cfg, is_causal=True).reshape(-1, cfg.L, cfg.S)[0].cpu()  # (L, S)
+    if not vis.any(-1).all():
+        raise AssertionError("the forward's causal mask leaves a query with no key for L <= S "
+                             "(see attention.causal)")
+    q, k, v, g = _inputs(target, cfg)
+    gen = cfg.generator(salt=3)
+    first = int(vis[0].nonzero().max())  # the last key query 0 sees
+    cut = int(torch.randint(first, cfg.S, (1,), generator=gen))
+    future = torch.arange(cfg.S) > cut
+    rows = ~(vis & future).any(-1)  # queries that see no key after the cut
+    g = g * rows.to(g.dtype).to(g.device)[:, None]
+    k2, v2 = poison(q, k, v, future.to(q.device), gen)
+    dq, dk, dv = sdpa_grads(target, q, k2, v2, g, is_causal=True)
+    what = (f"keys after {cut} (at +-1e4) are seen only by queries with zero upstream gradient "
+            f"(queries {rows.nonzero().flatten().tolist()[:8]}... have one)")
+    assert_zero(dk, future, -2, f"dk of {what}")
+    assert_zero(dv, future, -2, f"dv of {what}")
+    agree([dq, dk, dv], q, k, v, g, "with is_causal=True", attn_mask=vis.to(q.device))
+
+
+def _drop_keys(cfg, gen, protected):
+    """Keys masked for every query (never a row's guaranteed key); at least one when possible."""
+    dropped = (torch.rand(cfg.S, generator=gen) < 0.3) & ~protected
+    if not dropped.any() and (~protected).any():
+        dropped[int((~protected).nonzero()[0])] = True
+    return dropped
+
+
+def check_bool_mask(target, cfg):
+    """A boolean mask (per item / head / broadcast): keys masked for every query hold +-1e4 and
+    get exactly zero dk and dv (dV = P^T dO with the *masked* P); every gradient matches autograd."""
+    gen = cfg.generator(salt=4)
+    mask, variant, protected = _random_mask(cfg, gen, target.device)
+    dropped = _drop_keys(cfg, gen, protected)
+    mask = mask & ~dropped.to(target.device)
+    q, k, v, g = _inputs(target, cfg)
+    k2, v2 = poison(q, k, v, dropped.to(q.device), gen)
+    dq, dk, dv = sdpa_grads(target, q, k2, v2, g, attn_mask=mask)
+    what = f"masked keys {dropped.nonzero().flatten().tolist()} (at +-1e4, a {variant} mask)"
+    assert_zero(dk, dropped, -2, f"dk of {what}")
+    assert_zero(dv, dropped, -2, f"dv of {what}")
+    agree([dq, dk, dv], q, k, v, g, f"with a {variant} boolean mask {tuple(mask.shape)}", attn_mask=mask)
+
+
+def check_float_mask(target, cfg):
+    """A float mask (added to the scores, -inf entries included) enters the backward's P too."""
+    gen = cfg.generator(salt=5)
+    visible, variant, _ = _random_mask(cfg, gen, "cpu")
+    bias = torch.randn(visible.shape, generator=gen, dtype=torch.float64) * 2.0
+    bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
+    q, k, v, g = _inputs(target, cfg)
+    agree(sdpa_grads(target, q, k, v, g, attn_mask=bias), q, k, v, g,
+          f"with a {variant} float mask {tuple(bias.shape)}", attn_mask=bias)
+
+
+def check_gqa(target, cfg):
+    """GQA: the dk/dv of KV head j is the sum over its query group (heads j*G .. j*G+G-1) of the
+    dk/dv that the same call with K/V repeat_interleave'd to Hq heads gives; and they match autograd."""
+    q, k, v, g = _inputs(target, cfg)
+    dq, dk, dv = sdpa_grads(target, q, k, v, g, enable_gqa=True)
+    k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
+    _, dk_rep, dv_rep = sdpa_grads(target, q, k_rep, v_rep, g, enable_gqa=False)
+    truth, naive = truth_and_naive(q, k, v, g)
+    for name, d, rep, t, n in (("dk", dk, dk_rep, truth[1], naive[1]), ("dv", dv, dv_rep, truth[2], naive[2])):
+        summed = rep.double().cpu().unflatten(-3, (cfg.hkv, cfg.group)).sum(-3)
+        gap = (d.double().cpu() - summed).abs().nan_to_num(float("inf"))
+        allowed = 2 * grad_allowance(t, n, q.dtype)
+        if float(gap.max()) > allowed:
+            idx = tuple(int(i) for i in (gap == gap.max()).nonzero()[0])
+            head = idx[-3]
+            raise AssertionError(
+                f"{name} of KV head {head} differs by {float(gap.max()):.3e} (allowed {allowed:.3e}) from the "
+                f"sum over its query heads {head * cfg.group}..{head * cfg.group + cfg.group - 1} of the {name} "
+                f"with K/V repeat_interleave'd: the backward must sum over the query group (Hq={cfg.hq}, "
+                f"Hkv={cfg.hkv})")
+    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})")
+
+
+@given(cfg=attn_configs())
+@covering(regimes.GRAD)
+def test_agreement(target, cfg):
+    run(target, check_agreement, cfg)
+
+
+@given(cfg=attn_configs())
+def test_scale(target, cfg):
+    run(target, check_scale, cfg)
+
+
+@given(cfg=attn_configs())
+def test_value_shift(target, cfg):
+    run(target, check_value_shift, cfg)
+
+
+@given(cfg=attn_configs(gqa=True))
+@covering(regimes.GRAD_CAUSAL)
+def test_causal(target, cfg):
+    run(target, check_causal, cfg)
+
+
+@given(cfg=attn_configs(gqa=True))
+def test_bool_mask(target, cfg):
+    run(target, check_bool_mask, cfg)
+
+
+@given(cfg=attn_configs(gqa=True))
+def test_float_mask(target, cfg):
+    run(target, check_float_mask, cfg)
+
+
+@given(cfg=attn_configs(min_group=2))
+@covering(regimes.GRAD_GQA)
+def test_gqa(target, cfg):
+    run(target, check_gqa, cfg)

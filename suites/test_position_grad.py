@@ -1,0 +1,106 @@
+"""Position-encoding backward conformance: RoPE's dx (B, H, L, D) and the learned table's
+gradient (max_positions, dim).
+
+    RoPE:    y = R(m theta) x  =>  dx = R(m theta)^T g = R(-m theta) g   (per pair a rotation back)
+    learned: y = weight[positions]  =>  dweight[p] = sum of the upstream rows at every use of p
+
+The target's forward and backward run in its worker with a random upstream gradient g; the
+gradients are compared with float64 autograd of ``reference.rope.rope_math`` (in the pairing
+the forward uses, measured by the basis-vector probe) and with the float64 sum of upstream rows,
+under the policy with ``K_GRAD``; rows of the table no position uses get exactly zero.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+
+from harness import regimes, tolerance
+from harness.configs_positions import learned_configs, rope_configs
+from harness.regimes import covering
+from harness.runner import run
+from reference.rope import pair_indices, rope_math
+from suites._grad import assert_grads, assert_zero, autograd_of, target_grads, upstream
+from suites._positions import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
+from suites.test_learned_positions import LPE, build
+
+FAMILY = "position_grad"
+pytestmark = pytest.mark.uses("backward")
+
+
+def _rope(target, cfg):
+    """(x, positions, g, the target's dx, float64 autograd dx, naive autograd dx, layout)."""
+    layout = declared_or(target, measure_rope_layout(target, cfg.D, cfg.base)[0])
+    x, pos = cfg.x(target.device), cfg.positions(target.device)
+    g = upstream(x.shape, x.dtype, cfg.generator(salt=9), target.device)
+    _, (dx,), _ = target_grads(target, target.lookup(ROPE), (x, pos), {"base": cfg.base}, (0,), g)
+    (truth,) = autograd_of(lambda t: rope_math(t, pos.cpu(), cfg.base, layout), [x.double()], g.double())
+    (naive,) = autograd_of(lambda t: rope_naive(t, pos, cfg.base, layout), [x], g)
+    return x, pos, g, dx, truth, naive, layout
+
+
+def check_rope_dx(target, cfg):
+    """RoPE's dx equals float64 autograd of the reference rotation (in the target's pairing)."""
+    x, _, _, dx, truth, naive, layout = _rope(target, cfg)
+    assert_grads(("dx",), [dx], [truth], [naive], x.dtype, f"of RoPE ({layout} pairs, base {cfg.base:g})")
+
+
+def check_rope_inverse(target, cfg):
+    """dx is g rotated *back*: each pair of dx has the norm of g's pair, and the target's own
+    forward applied to dx gives g again (R(m) R(-m) = 1); rotating forward gives R(2m) g."""
+    x, pos, g, dx, truth, naive, layout = _rope(target, cfg)
+    first, second = pair_indices(cfg.D, layout)
+
+    def pair_norms(t):
+        t = t.double().cpu()
+        return torch.hypot(t[..., first], t[..., second])
+    tolerance.assert_close(pair_norms(dx), pair_norms(g), pair_norms(naive), dtype=x.dtype,
+                           what="the norm of each rotated pair of dx (must be g's)", k=tolerance.K_GRAD)
+    back = call_rope(target, dx, pos, cfg.base)
+    tolerance.assert_close(back, g.double(), rope_naive(naive.to(x.dtype), pos, cfg.base, layout), dtype=x.dtype,
+                           what="RoPE(dx) (dx must be R(-m theta) g, so rotating it forward gives g)",
+                           k=tolerance.K_GRAD)
+
+
+def check_embedding_sum(target, cfg):
+    """The table's gradient: row p is the sum of the upstream rows at every position that looks
+    up p (a repeated position sums, never overwrites); rows nobody looks up are exactly zero."""
+    mod, table = build(target, cfg)
+    pos = cfg.positions(target.device).clone()
+    flat = pos.view(-1)
+    if flat.numel() > 1:
+        flat[0] = flat[-1]  # at least one position used twice
+    g = upstream((*pos.shape, cfg.dim), table.dtype, cfg.generator(salt=9), target.device)
+    _, _, grads = target_grads(target, mod, (pos,), {}, (), g, module=mod, params=("weight",))
+    got = grads["weight"] if grads["weight"] is not None else torch.zeros(table.shape)
+    rows, idx = g.reshape(-1, cfg.dim).cpu(), flat.cpu()
+    truth = torch.zeros(table.shape, dtype=torch.float64).index_add_(0, idx, rows.double())
+    naive = torch.zeros(table.shape, dtype=table.dtype).index_add_(0, idx, rows)
+    used = torch.zeros(cfg.max_positions, dtype=torch.bool)
+    used[idx] = True
+    assert_zero(got, ~used, 0, "the gradient of table rows no position looks up")
+    counts = torch.bincount(idx, minlength=cfg.max_positions)
+    p = int(counts.argmax())
+    assert_grads(("the table's gradient",), [got], [truth], [naive], table.dtype,
+                 f"(must be the sum of the upstream rows of each position; position {p} is used "
+                 f"{int(counts[p])} times: expected row {truth[p, :3].tolist()}..., got "
+                 f"{got[p, :3].double().tolist()}...)")
+
+
+@pytest.mark.needs(ROPE)
+@given(cfg=rope_configs())
+@covering(regimes.ROPE[1:3])
+def test_rope_dx(target, cfg):
+    run(target, check_rope_dx, cfg)
+
+
+@pytest.mark.needs(ROPE)
+@given(cfg=rope_configs())
+def test_rope_inverse(target, cfg):
+    run(target, check_rope_inverse, cfg)
+
+
+@pytest.mark.needs(LPE)
+@given(cfg=learned_configs())
+def test_embedding_sum(target, cfg):
+    run(target, check_embedding_sum, cfg)

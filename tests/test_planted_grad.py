@@ -1,0 +1,123 @@
+"""The gradient suites catch real backward bugs: each planted target in ``tests/planted/grad/``
+has a correct forward and ONE wrong hand-written backward hook (on top of ``_base.py``), and
+fails exactly the property named for it, with the property's name and a repro line. Controls:
+``reference``, ``torch.nn.functional`` / ``torch.nn`` and the correct custom-backward target pass
+every gradient property; a target without a backward is reported ``unsupported (no backward``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from planted_support import assert_caught, conformance, property_of, run_suite, suite_tests
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "planted" / "grad"
+GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py"]
+CORRECT = PLANTED / "correct_custom_backward.py"
+
+#: (planted target, suite file, the one suite test that must fail for it)
+BUGS = [
+    ("attn_dq_without_scale.py", "test_attention_grad.py", "test_agreement"),
+    ("attn_dk_without_scale.py", "test_attention_grad.py", "test_scale"),
+    ("attn_softmax_no_rowsum.py", "test_attention_grad.py", "test_value_shift"),
+    ("attn_causal_leak.py", "test_attention_grad.py", "test_causal"),
+    ("attn_dv_unmasked_probs.py", "test_attention_grad.py", "test_bool_mask"),
+    ("attn_float_mask_ignored_in_backward.py", "test_attention_grad.py", "test_float_mask"),
+    ("attn_gqa_first_head_only.py", "test_attention_grad.py", "test_gqa"),
+    ("ln_dweight_unnormalized.py", "test_norm_grad.py", "test_layernorm"),
+    ("ln_no_mean_term.py", "test_norm_grad.py", "test_shift_invariance"),
+    ("rms_constant_rms.py", "test_norm_grad.py", "test_rmsnorm"),
+    ("rope_identity_backward.py", "test_position_grad.py", "test_rope_dx"),
+    ("rope_forward_rotation.py", "test_position_grad.py", "test_rope_inverse"),
+    ("embedding_overwrite.py", "test_position_grad.py", "test_embedding_sum"),
+]
+
+#: what the failure must say besides the property name
+MESSAGES = {
+    "attn_causal_leak.py": ["must be exactly 0"],
+    "attn_dv_unmasked_probs.py": ["dv of masked keys", "must be exactly 0"],
+    "attn_gqa_first_head_only.py": ["the backward must sum over the query group"],
+    "attn_softmax_no_rowsum.py": ["after adding c ="],
+    "ln_no_mean_term.py": ["the backward lacks the mean-of-gradient term"],
+    "ln_dweight_unnormalized.py": ["dweight of LayerNorm"],
+    "rms_constant_rms.py": ["dx of RMSNorm"],
+    "rope_forward_rotation.py": ["RoPE(dx)"],
+    "embedding_overwrite.py": ["must be the sum of the upstream rows"],
+}
+
+
+def test_table_is_consistent():
+    """Every planted file is listed; every gradient property has a planted bug that it catches."""
+    files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
+    listed = {b for b, _, _ in BUGS} | {CORRECT.name}
+    assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
+    assert len(BUGS) >= 10
+    for bug, suite, test in BUGS:
+        assert test in suite_tests(suite), f"{bug}: {suite} has no {test}"
+        doc = (PLANTED / bug).read_text()
+        assert doc.startswith('"""Planted bug') and "Real pattern" in doc, f"{bug}: docstring"
+        assert f"Caught by: {property_of(suite, test)}" in doc, f"{bug}: docstring names another property"
+    properties = {property_of(s, t) for s in GRAD_SUITES if (ROOT / "suites" / s).exists() for t in suite_tests(s)}
+    assert properties == {property_of(s, t) for _, s, t in BUGS}
+
+
+@pytest.mark.parametrize("bug,suite,test", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
+def test_planted_bug_is_caught(pytester, bug, suite, test):
+    assert_caught(pytester, suite, PLANTED / bug, test, MESSAGES.get(bug, []))
+
+
+#: (suite, correct targets that must pass every property of it)
+CONTROLS = [("test_attention_grad.py", ["reference", "torch.nn.functional", CORRECT]),
+            ("test_norm_grad.py", ["reference", "torch.nn", CORRECT]),
+            ("test_position_grad.py", ["reference", CORRECT])]
+
+
+@pytest.mark.parametrize("suite,impls", CONTROLS, ids=[c[0].removesuffix(".py") for c in CONTROLS])
+def test_correct_targets_pass_every_gradient_property(pytester, tmp_path, suite, impls):
+    """reference, torch (SDPA's and nn.LayerNorm/RMSNorm's own backwards) and the hand-written
+    custom-backward target pass every gradient property of the suite."""
+    report = tmp_path / "report"
+    result = run_suite(pytester, [suite], impls, None, "--conformance-report", str(report))
+    n = len(impls) * len(suite_tests(suite))
+    assert result.parseoutcomes().get("passed", 0) == n, result.stdout.str()[-4000:]
+    cells = conformance(report)
+    assert len(cells) == n
+    for key, cell in cells.items():
+        assert cell == "pass" or cell.startswith("convention:"), (key, cell)
+
+
+NO_BACKWARD = {  # target source -> the start of its cells
+    "detached": ("import torch.nn.functional as F\n\n"
+                 "def scaled_dot_product_attention(query, key, value, **kw):\n"
+                 "    return F.scaled_dot_product_attention(query, key, value, **kw).detach()\n",
+                 "unsupported (no backward: the output has no grad_fn"),
+    "raises": ("import torch\nimport torch.nn.functional as F\n\n"
+               "class Fn(torch.autograd.Function):\n"
+               "    @staticmethod\n"
+               "    def forward(ctx, q, k, v, kw):\n"
+               "        return F.scaled_dot_product_attention(q, k, v, **kw)\n"
+               "    @staticmethod\n"
+               "    def backward(ctx, g):\n"
+               "        raise NotImplementedError('inference-only kernel')\n\n"
+               "def scaled_dot_product_attention(query, key, value, **kw):\n"
+               "    return Fn.apply(query, key, value, kw)\n",
+               "unsupported (no backward: its backward raised NotImplementedError: inference-only kernel"),
+    "declared": ("from torch.nn.functional import scaled_dot_product_attention  # noqa: F401\n"
+                 "HARNESS_UNSUPPORTED = {'backward'}\n",
+                 "unsupported (declared: a backward pass"),
+}
+
+
+@pytest.mark.parametrize("kind", list(NO_BACKWARD))
+def test_a_target_without_backward_is_unsupported(pytester, tmp_path, kind):
+    """A forward-only kernel (output without grad_fn, a backward raising NotImplementedError, or
+    ``HARNESS_UNSUPPORTED = {"backward"}``) is reported ``unsupported (...)``, never a failure."""
+    source, cell = NO_BACKWARD[kind]
+    target = tmp_path / f"forward_only_{kind}.py"
+    target.write_text(source)
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_attention_grad.py"], [target], "test_agreement or test_gqa",
+                       "--conformance-report", str(report))
+    result.assert_outcomes(skipped=2)
+    for (prop, _), got in conformance(report).items():
+        assert got.startswith(cell), (prop, got)
