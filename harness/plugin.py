@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
+from harness.outcome import Outcome
 from harness.conventions import parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
 
@@ -104,12 +105,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs(name): the protocol name a test calls; "
                                        "skipped when the target lacks it")
     config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
-    config.stash[_RESULTS_KEY] = []
+    config.stash[_RESULTS_KEY] = rows = []
+    config.pluginmanager.register(_ResultsSink(rows), _SINK_NAME)
     if not harness:
         return
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("harness-ci" if os.environ.get("CI") else "harness-dev")
-    guard.set_timeout(config.getoption("impl_timeout"))
     _set_threads(config)
     targets(config)
 
@@ -216,8 +217,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     target = _target_of(item)
     if target is None:
         return
-    runner.take_labels()
-    runner.reset_configs()
+    target.outcome = Outcome()  # this test's labels and configurations passed over
     if target.worker is not None:
         target.worker.output_report()  # a fresh output budget per test
     if target.load_error is not None:
@@ -250,21 +250,10 @@ def pytest_runtest_call(item: pytest.Item):
     try:
         return (yield)
     except Unsatisfiable:
-        if _target_of(item) is None or not runner.unsupported_count() or runner.configs_checked():
+        target = _target_of(item)
+        if target is None or not target.outcome.unsupported or target.outcome.checked:
             raise
-        pytest.skip(f"{runner.UNSUPPORTED} ({runner.unsupported_summary()})")
-
-
-def unsupported_note() -> tuple[str, str] | None:
-    """(cell note, full note) for a test that passed over configurations as unsupported: the
-    cell says how many and of which kind, the full note (terminal summary, table detail) why."""
-    n = runner.unsupported_count()
-    if not n:
-        return None
-    why = runner.unsupported_summary()
-    kind = "NotImplementedError" if why.startswith("undeclared") else "declared"
-    count = f"{n} of {n + runner.configs_checked()} configs unsupported"
-    return f"{count} ({kind})", f"{count} ({why})"
+        pytest.skip(f"{runner.UNSUPPORTED} ({target.outcome.unsupported_summary()})")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -280,45 +269,43 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         report.user_properties.append(("harness_property", property_of(item)))
         report.user_properties.append(("harness_target", target.id))
         if report.when == "call":
-            labels = runner.take_labels()
+            labels = target.outcome.labels
             if labels and report.passed:
                 report.user_properties.append(("harness_label", labels[-1]))
-            note = unsupported_note()
+            note = target.outcome.unsupported_note()
             if note and not report.skipped:
                 report.user_properties.append(("harness_unsupported", note[0]))
                 report.user_properties.append(("harness_unsupported_detail", note[1]))
     return report
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    props = dict(report.user_properties)
-    if "harness_property" not in props:
-        return
-    results = _results_sink()
-    if results is None:
-        return
-    if report.when == "call" or report.outcome != "passed":
-        reason = _short_reason(report)
-        outcome = report.outcome
-        if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
-            outcome = "failed"  # an error in the table, not a skip: the target could not be tested
-        results.append({"property": props["harness_property"], "target": props["harness_target"],
-                        "when": report.when, "outcome": outcome,
-                        "label": props.get("harness_label"),
-                        "unsupported": props.get("harness_unsupported"),
-                        "unsupported_detail": props.get("harness_unsupported_detail"),
-                        "reason": reason})
+#: the name the results sink of a session is registered under (one per config)
+_SINK_NAME = "harness-conformance-rows"
 
 
-_session_config: list[pytest.Config] = []
+class _ResultsSink:
+    """Collects this session's conformance rows from the reports (where they are logged: the
+    controller under pytest-xdist). Registered per config, so an in-process pytester run's
+    reports go to its own rows, never to those of the session that started it."""
 
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
 
-def _results_sink():
-    return _session_config[-1].stash[_RESULTS_KEY] if _session_config else None
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _session_config.append(session.config)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if "harness_property" not in props:
+            return
+        if report.when == "call" or report.outcome != "passed":
+            reason = _short_reason(report)
+            outcome = report.outcome
+            if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
+                outcome = "failed"  # an error in the table, not a skip: the target could not be tested
+            self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
+                              "when": report.when, "outcome": outcome,
+                              "label": props.get("harness_label"),
+                              "unsupported": props.get("harness_unsupported"),
+                              "unsupported_detail": props.get("harness_unsupported_detail"),
+                              "reason": reason})
 
 
 _FAILURE = re.compile(r"\[([\w.]+)\] ([^\n]*?) for target [^\n]*\n(?:E)?\s*([^\n]+)")
@@ -373,6 +360,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if any(t.load_error for t in session.config.stash.get(_TARGETS_KEY, [])) and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a target that does not load is not a pass
-    if _session_config and _session_config[-1] is session.config:
-        _session_config.pop()
     sys.stdout.flush()
