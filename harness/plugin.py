@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -269,6 +268,12 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         report.user_properties.append(("harness_property", property_of(item)))
         report.user_properties.append(("harness_target", target.id))
         if report.when == "call":
+            failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
+            if failure is not None and report.failed:  # the table's reason, as data (no text parsed)
+                report.user_properties += [("harness_failure_kind", failure.kind),
+                                           ("harness_failure_message", failure.message),
+                                           ("harness_failure_config", failure.config),
+                                           ("harness_failure_repro", failure.repro)]
             labels = target.outcome.labels
             if labels and report.passed:
                 report.user_properties.append(("harness_label", labels[-1]))
@@ -308,18 +313,18 @@ class _ResultsSink:
                               "reason": reason})
 
 
-_FAILURE = re.compile(r"\[([\w.]+)\] ([^\n]*?) for target [^\n]*\n(?:E)?\s*([^\n]+)")
-
-
 def _short_reason(report: pytest.TestReport) -> str:
-    """One line for the table: why it was skipped, or the failure's kind and first message line."""
+    """One line for the table: why it was skipped, or the failure's kind and first message line
+    (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
+    any other failure: its first ``E`` line)."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     if report.failed:
+        props = dict(report.user_properties)
+        if "harness_failure_kind" in props:
+            message = props["harness_failure_message"]
+            return (f"{props['harness_failure_kind']}: {message}" if message else props["harness_failure_kind"])[:300]
         text = str(report.longrepr)
-        match = _FAILURE.search(text)
-        if match:
-            return f"{match.group(2)}: {match.group(3).strip()}"[:300]
         lines = [ln for ln in text.strip().splitlines() if ln.startswith("E ")]
         return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1])[:300] if text.strip() else "failed"
     return ""

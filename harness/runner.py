@@ -33,7 +33,41 @@ from harness.target_ops import manual_seed
 
 
 class PropertyFailure(AssertionError):
-    """A property does not hold for a target; the message says which and how."""
+    """A property does not hold for a target. The fields travel as attributes (the plug-in reads
+    them into the report; nothing parses the text back): ``property`` (``FAMILY.name``), ``kind``
+    (``property violated`` / ``implementation error`` / ``convention mismatch``), ``target`` (its
+    spec), ``detail`` (the check's message), ``message`` (its first line), ``config`` (the
+    configuration's text) and ``repro`` (the one-line command). ``str()`` is the printed message::
+
+        [FAMILY.name] <kind> for target '<spec>'
+          <detail>
+          config: <config>
+          repro:  <repro>
+    """
+
+    def __init__(self, property: str, kind: str, target: str, detail: str, config: str, repro: str):
+        self.property, self.kind, self.target = property, kind, target
+        self.detail, self.config, self.repro = detail, config, repro
+        lines = detail.splitlines()
+        self.message = lines[0].strip() if lines else ""
+        super().__init__(f"[{property}] {kind} for target {target!r}\n  {detail}\n"
+                         f"  config: {config}\n  repro:  {repro}")
+
+    def __reduce__(self):
+        return type(self), (self.property, self.kind, self.target, self.detail, self.config, self.repro)
+
+
+def property_failure(exc: BaseException | None) -> PropertyFailure | None:
+    """The ``PropertyFailure`` that ``exc`` is or holds: Hypothesis re-raises a test's failure as
+    it was raised, or, reporting several distinct failures, as an exception group of them (the
+    first is taken); None when there is none."""
+    if isinstance(exc, PropertyFailure):
+        return exc
+    for inner in getattr(exc, "exceptions", None) or ():
+        found = property_failure(inner)
+        if found is not None:
+            return found
+    return None
 
 
 class Unsupported(Exception):
@@ -224,10 +258,7 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         target.outcome.checked += 1
         kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
             "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")
-        message = (f"[{property_name(check)}] {kind} for target {target.spec!r}\n"
-                   f"  {str(exc).strip()}\n"
-                   f"  config: {cfg}\n"
-                   f"  repro:  {repro_command(target, check, cfg)}")
-        raise PropertyFailure(message) from None
+        raise PropertyFailure(property_name(check), kind, target.spec, str(exc).strip(), str(cfg),
+                              repro_command(target, check, cfg)) from None
     target.outcome.checked += 1
     return result
