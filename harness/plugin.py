@@ -347,7 +347,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
         for r, why in undeclared:
             terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
-    from reports.conformance import summary_lines, terminal_table, write_conformance
+    from harness.conformance_table import summary_lines, terminal_table, write_conformance
     table, hidden = terminal_table(rows, config.getoption("hide_skipped", None))
     terminalreporter.write_sep("=", "conformance (property x target)")
     terminalreporter.write_line(table.to_markdown() if len(table) else "(every row hidden)")

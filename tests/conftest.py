@@ -38,7 +38,7 @@ settings.load_profile("harness-ci")
 # Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
 # first imported inside a run (pandas and tabulate for the conformance table, the suites)
 # would be imported again by every run.
-import reports.conformance  # noqa: E402,F401
+import harness.conformance_table  # noqa: E402,F401
 import tabulate  # noqa: E402,F401  (pandas' to_markdown)
 
 for _suite in sorted((Path(__file__).resolve().parents[1] / "suites").glob("test_*.py")):
