@@ -13,22 +13,25 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
-#: seconds one call into the target may take (``--impl-timeout``)
+#: seconds one call into the target may take (``--impl-timeout``), unless the target is given another
 DEFAULT_TIMEOUT = 20.0
-_timeout = DEFAULT_TIMEOUT
 
 
-def set_timeout(seconds: float) -> None:
-    global _timeout
-    _timeout = float(seconds)
+@dataclass
+class CallLimit:
+    """One target's per-call limit (``seconds``, from ``--impl-timeout``) and the functions that
+    already ran past it, which are not called again (a hanging target would otherwise cost the
+    full limit for every example Hypothesis tries). Owned by the ``Target`` (``target.limit``):
+    each session, and each ``harness repro`` / ``harness bench``, has its own."""
 
-
-def get_timeout() -> float:
-    return _timeout
+    seconds: float = DEFAULT_TIMEOUT
+    #: id -> (fn, kept alive so the id stays unique; its arguments, for the message)
+    hung: dict[int, tuple[Callable, str]] = field(default_factory=dict)
 
 
 class ImplementationError(AssertionError):
@@ -60,11 +63,6 @@ def _raise_timeout(signum, frame):  # noqa: ARG001
     raise CallTimeout()
 
 
-#: functions that already ran past the limit: not called again (a hanging target
-#: would otherwise cost the full limit for every example Hypothesis tries)
-_hung: dict[int, tuple[Callable, str]] = {}  # id -> (fn, kept alive so the id stays unique)
-
-
 #: protocol names whose output must be new memory, never a view of an input: an attention output
 #: that aliases its query is overwritten by (or overwrites) the caller's next in-place op on either
 NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention"})
@@ -87,16 +85,18 @@ def aliased_argument(result: Any, args: tuple, kwargs: dict) -> str | None:
     return None
 
 
-def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn(*args, **kwargs)`` under the guard; see the module docstring. A handle into a
-    target's worker (``harness.isolation.Remote``) is called there, under the same rules."""
+def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn(*args, **kwargs)`` under the guard and the target's ``limit`` (``target.limit``);
+    see the module docstring. A handle into a target's worker (``harness.isolation.Remote``) is
+    called there, under the same rules and its worker's limit."""
     from harness.isolation import Remote
     if isinstance(fn, Remote):
         return fn._worker.call(fn, name, args, kwargs)
-    if id(fn) in _hung:
+    seconds = limit.seconds
+    if id(fn) in limit.hung:
         raise ImplementationError(
-            f"{name} previously did not return within the per-call limit of {_timeout:g} s "
-            f"(--impl-timeout) when called with ({_hung[id(fn)][1]}); not called again")
+            f"{name} previously did not return within the per-call limit of {seconds:g} s "
+            f"(--impl-timeout) when called with ({limit.hung[id(fn)][1]}); not called again")
     snapshots = [(i, _fingerprint(a)) for i, a in enumerate(args)]
     snapshots += [(k, _fingerprint(v)) for k, v in kwargs.items()]
     shown = describe_args(args, kwargs)
@@ -105,13 +105,13 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     old_handler = None
     if use_alarm:
         old_handler = signal.signal(signal.SIGALRM, _raise_timeout)
-        signal.setitimer(signal.ITIMER_REAL, _timeout)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         result = fn(*args, **kwargs)
     except CallTimeout:
-        _hung[id(fn)] = (fn, shown)
+        limit.hung[id(fn)] = (fn, shown)
         raise ImplementationError(
-            f"{name}({shown}) did not return within the per-call limit of {_timeout:g} s "
+            f"{name}({shown}) did not return within the per-call limit of {seconds:g} s "
             f"(--impl-timeout)") from None
     except ImplementationError:
         raise
@@ -125,9 +125,9 @@ def call(fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old_handler)
     elapsed = time.perf_counter() - start
-    if elapsed > _timeout:
+    if elapsed > seconds:
         raise ImplementationError(
-            f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {_timeout:g} s")
+            f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {seconds:g} s")
     for key, snap in snapshots:
         if snap is None:
             continue

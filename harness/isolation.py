@@ -96,7 +96,7 @@ class Worker:
     def __init__(self, spec: str, timeout: float | None = None, import_timeout: float | None = None,
                  threads: int | None = None):
         self.spec = spec
-        self.timeout = guard.get_timeout() if timeout is None else float(timeout)
+        self.timeout = guard.DEFAULT_TIMEOUT if timeout is None else float(timeout)
         self.import_timeout = DEFAULT_IMPORT_TIMEOUT if import_timeout is None else float(import_timeout)
         self.threads = threads
         self.generation = 0

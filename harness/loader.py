@@ -20,7 +20,9 @@ from types import ModuleType
 from typing import Any
 
 from harness import declarations, protocol
+from harness.guard import DEFAULT_TIMEOUT, CallLimit
 from harness.options import DEFAULT_TARGET  # noqa: F401  (the target without --impl; the plug-in reads it here)
+from harness.outcome import Outcome
 
 
 @dataclass
@@ -57,6 +59,10 @@ class Target:
     module: ModuleType | None = None
     #: the worker client (``harness.isolation.Worker``) when isolated
     worker: Any = None
+    #: the per-call limit of calls made here (``--isolation none``; the worker keeps its own)
+    limit: CallLimit = field(default_factory=CallLimit)
+    #: the running test's bookkeeping (labels, configurations passed over): a fresh one per test
+    outcome: Outcome = field(default_factory=Outcome)
 
     def __repr__(self) -> str:
         return f"Target({self.spec!r})"
@@ -243,7 +249,8 @@ def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device
     """Load ``spec`` without raising: in this process (``isolation="none"``) or in a worker
     process (``"process"``: ``harness.isolation``). A target that does not load is a ``Target``
     whose ``load_error`` says why (cause, file:line, the first lines of its traceback)."""
-    target = Target(spec=spec, cli_conventions=dict(cli_conventions or {}), device=device)
+    target = Target(spec=spec, cli_conventions=dict(cli_conventions or {}), device=device,
+                    limit=CallLimit(DEFAULT_TIMEOUT if timeout is None else float(timeout)))
     if isolation == "process":
         from harness import isolation as iso
         target.worker = iso.Worker(spec, timeout=timeout, import_timeout=import_timeout, threads=threads)

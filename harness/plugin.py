@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
+from harness.outcome import Outcome
 from harness.conventions import parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
 
@@ -104,12 +104,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs(name): the protocol name a test calls; "
                                        "skipped when the target lacks it")
     config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
-    config.stash[_RESULTS_KEY] = []
+    config.stash[_RESULTS_KEY] = rows = []
+    config.pluginmanager.register(_ResultsSink(rows), _SINK_NAME)
     if not harness:
         return
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("harness-ci" if os.environ.get("CI") else "harness-dev")
-    guard.set_timeout(config.getoption("impl_timeout"))
     _set_threads(config)
     targets(config)
 
@@ -216,8 +216,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     target = _target_of(item)
     if target is None:
         return
-    runner.take_labels()
-    runner.reset_configs()
+    target.outcome = Outcome()  # this test's labels and configurations passed over
     if target.worker is not None:
         target.worker.output_report()  # a fresh output budget per test
     if target.load_error is not None:
@@ -250,21 +249,10 @@ def pytest_runtest_call(item: pytest.Item):
     try:
         return (yield)
     except Unsatisfiable:
-        if _target_of(item) is None or not runner.unsupported_count() or runner.configs_checked():
+        target = _target_of(item)
+        if target is None or not target.outcome.unsupported or target.outcome.checked:
             raise
-        pytest.skip(f"{runner.UNSUPPORTED} ({runner.unsupported_summary()})")
-
-
-def unsupported_note() -> tuple[str, str] | None:
-    """(cell note, full note) for a test that passed over configurations as unsupported: the
-    cell says how many and of which kind, the full note (terminal summary, table detail) why."""
-    n = runner.unsupported_count()
-    if not n:
-        return None
-    why = runner.unsupported_summary()
-    kind = "NotImplementedError" if why.startswith("undeclared") else "declared"
-    count = f"{n} of {n + runner.configs_checked()} configs unsupported"
-    return f"{count} ({kind})", f"{count} ({why})"
+        pytest.skip(f"{runner.UNSUPPORTED} ({target.outcome.unsupported_summary()})")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -280,59 +268,63 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         report.user_properties.append(("harness_property", property_of(item)))
         report.user_properties.append(("harness_target", target.id))
         if report.when == "call":
-            labels = runner.take_labels()
+            failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
+            if failure is not None and report.failed:  # the table's reason, as data (no text parsed)
+                report.user_properties += [("harness_failure_kind", failure.kind),
+                                           ("harness_failure_message", failure.message),
+                                           ("harness_failure_config", failure.config),
+                                           ("harness_failure_repro", failure.repro)]
+            labels = target.outcome.labels
             if labels and report.passed:
                 report.user_properties.append(("harness_label", labels[-1]))
-            note = unsupported_note()
+            note = target.outcome.unsupported_note()
             if note and not report.skipped:
                 report.user_properties.append(("harness_unsupported", note[0]))
                 report.user_properties.append(("harness_unsupported_detail", note[1]))
     return report
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    props = dict(report.user_properties)
-    if "harness_property" not in props:
-        return
-    results = _results_sink()
-    if results is None:
-        return
-    if report.when == "call" or report.outcome != "passed":
-        reason = _short_reason(report)
-        outcome = report.outcome
-        if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
-            outcome = "failed"  # an error in the table, not a skip: the target could not be tested
-        results.append({"property": props["harness_property"], "target": props["harness_target"],
-                        "when": report.when, "outcome": outcome,
-                        "label": props.get("harness_label"),
-                        "unsupported": props.get("harness_unsupported"),
-                        "unsupported_detail": props.get("harness_unsupported_detail"),
-                        "reason": reason})
+#: the name the results sink of a session is registered under (one per config)
+_SINK_NAME = "harness-conformance-rows"
 
 
-_session_config: list[pytest.Config] = []
+class _ResultsSink:
+    """Collects this session's conformance rows from the reports (where they are logged: the
+    controller under pytest-xdist). Registered per config, so an in-process pytester run's
+    reports go to its own rows, never to those of the session that started it."""
 
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
 
-def _results_sink():
-    return _session_config[-1].stash[_RESULTS_KEY] if _session_config else None
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _session_config.append(session.config)
-
-
-_FAILURE = re.compile(r"\[([\w.]+)\] ([^\n]*?) for target [^\n]*\n(?:E)?\s*([^\n]+)")
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if "harness_property" not in props:
+            return
+        if report.when == "call" or report.outcome != "passed":
+            reason = _short_reason(report)
+            outcome = report.outcome
+            if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
+                outcome = "failed"  # an error in the table, not a skip: the target could not be tested
+            self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
+                              "when": report.when, "outcome": outcome,
+                              "label": props.get("harness_label"),
+                              "unsupported": props.get("harness_unsupported"),
+                              "unsupported_detail": props.get("harness_unsupported_detail"),
+                              "reason": reason})
 
 
 def _short_reason(report: pytest.TestReport) -> str:
-    """One line for the table: why it was skipped, or the failure's kind and first message line."""
+    """One line for the table: why it was skipped, or the failure's kind and first message line
+    (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
+    any other failure: its first ``E`` line)."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     if report.failed:
+        props = dict(report.user_properties)
+        if "harness_failure_kind" in props:
+            message = props["harness_failure_message"]
+            return (f"{props['harness_failure_kind']}: {message}" if message else props["harness_failure_kind"])[:300]
         text = str(report.longrepr)
-        match = _FAILURE.search(text)
-        if match:
-            return f"{match.group(2)}: {match.group(3).strip()}"[:300]
         lines = [ln for ln in text.strip().splitlines() if ln.startswith("E ")]
         return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1])[:300] if text.strip() else "failed"
     return ""
@@ -355,7 +347,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
         for r, why in undeclared:
             terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
-    from reports.conformance import summary_lines, terminal_table, write_conformance
+    from harness.conformance_table import summary_lines, terminal_table, write_conformance
     table, hidden = terminal_table(rows, config.getoption("hide_skipped", None))
     terminalreporter.write_sep("=", "conformance (property x target)")
     terminalreporter.write_line(table.to_markdown() if len(table) else "(every row hidden)")
@@ -373,6 +365,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if any(t.load_error for t in session.config.stash.get(_TARGETS_KEY, [])) and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a target that does not load is not a pass
-    if _session_config and _session_config[-1] is session.config:
-        _session_config.pop()
     sys.stdout.flush()

@@ -33,7 +33,41 @@ from harness.target_ops import manual_seed
 
 
 class PropertyFailure(AssertionError):
-    """A property does not hold for a target; the message says which and how."""
+    """A property does not hold for a target. The fields travel as attributes (the plug-in reads
+    them into the report; nothing parses the text back): ``property`` (``FAMILY.name``), ``kind``
+    (``property violated`` / ``implementation error`` / ``convention mismatch``), ``target`` (its
+    spec), ``detail`` (the check's message), ``message`` (its first line), ``config`` (the
+    configuration's text) and ``repro`` (the one-line command). ``str()`` is the printed message::
+
+        [FAMILY.name] <kind> for target '<spec>'
+          <detail>
+          config: <config>
+          repro:  <repro>
+    """
+
+    def __init__(self, property: str, kind: str, target: str, detail: str, config: str, repro: str):
+        self.property, self.kind, self.target = property, kind, target
+        self.detail, self.config, self.repro = detail, config, repro
+        lines = detail.splitlines()
+        self.message = lines[0].strip() if lines else ""
+        super().__init__(f"[{property}] {kind} for target {target!r}\n  {detail}\n"
+                         f"  config: {config}\n  repro:  {repro}")
+
+    def __reduce__(self):
+        return type(self), (self.property, self.kind, self.target, self.detail, self.config, self.repro)
+
+
+def property_failure(exc: BaseException | None) -> PropertyFailure | None:
+    """The ``PropertyFailure`` that ``exc`` is or holds: Hypothesis re-raises a test's failure as
+    it was raised, or, reporting several distinct failures, as an exception group of them (the
+    first is taken); None when there is none."""
+    if isinstance(exc, PropertyFailure):
+        return exc
+    for inner in getattr(exc, "exceptions", None) or ():
+        found = property_failure(inner)
+        if found is not None:
+            return found
+    return None
 
 
 class Unsupported(Exception):
@@ -76,55 +110,21 @@ class ConfigUnsupported(UnsatisfiedAssumption):
 #: reported unsupported as a whole (a count, never a clock: the same verdict on a busy machine)
 GIVE_UP_AFTER = 30
 
-#: labels recorded by the check running now (read by the pytest plugin)
-_labels: list[str] = []
-#: the running test's bookkeeping: (reason, config) of each configuration rejected as
-#: unsupported, and how many were checked (reset by the plug-in before each test)
-_configs: dict = {"unsupported": [], "checked": 0}
-
-
-def reset_configs() -> None:
-    _configs["unsupported"], _configs["checked"] = [], 0
-
-
-def configs_checked() -> int:
-    return _configs["checked"]
-
-
-def unsupported_summary() -> str | None:
-    """What this test passed over, for the table: the most frequent reason and its first
-    configuration, e.g. ``declared: ... (first: AttnConfig(...))``; None when nothing was."""
-    pairs = _configs["unsupported"]
-    if not pairs:
-        return None
-    reasons = [r for r, _ in pairs]
-    top = max(dict.fromkeys(reasons), key=reasons.count)
-    first = next(c for r, c in pairs if r == top)
-    return f"{top} (e.g. config {first})" if top.startswith("undeclared") else top
-
-
-def unsupported_count() -> int:
-    return len(_configs["unsupported"])
-
-
-def _reject(reason: str, cfg: Config) -> None:
+def _reject(target: Target, reason: str, cfg: Config) -> None:
     """Pass over this configuration as unsupported (``reason`` starts with ``declared:`` or
-    ``undeclared:``), or the whole property once ``GIVE_UP_AFTER`` were and none was checked."""
-    _configs["unsupported"].append((reason, str(cfg)))
-    if _configs["checked"] == 0 and len(_configs["unsupported"]) >= GIVE_UP_AFTER:
-        pytest.skip(f"{UNSUPPORTED} ({unsupported_summary()})")
+    ``undeclared:``), or the whole property once ``GIVE_UP_AFTER`` were and none was checked.
+    Recorded in ``target.outcome`` (the running test's, reset by the plug-in before each test)."""
+    outcome = target.outcome
+    outcome.unsupported.append((reason, str(cfg)))
+    if outcome.checked == 0 and len(outcome.unsupported) >= GIVE_UP_AFTER:
+        pytest.skip(f"{UNSUPPORTED} ({outcome.unsupported_summary()})")
     raise ConfigUnsupported(reason)
 
 
-def record_label(label: str) -> None:
-    """Record an outcome label (e.g. ``convention:bottom_right``) for the running test."""
-    _labels.append(label)
-
-
-def take_labels() -> list[str]:
-    out = list(_labels)
-    _labels.clear()
-    return out
+def record_label(target: Target, label: str) -> None:
+    """Record an outcome label (e.g. ``convention:bottom_right``) for the running test of
+    ``target`` (``target.outcome.labels``; the conformance table shows the last one)."""
+    target.outcome.labels.append(label)
 
 
 def impl(target: Target, name: str) -> Callable[..., Any]:
@@ -132,7 +132,7 @@ def impl(target: Target, name: str) -> Callable[..., Any]:
     fn = target.lookup(name)
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        return guard.call(fn, name, *args, **kwargs)
+        return guard.call(target.limit, fn, name, *args, **kwargs)
 
     guarded.__name__ = name
     return guarded
@@ -149,7 +149,7 @@ def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any)
     if target.worker is not None:
         return target.worker.apply(fn, args, kwargs, what)
     try:
-        return guard.call(fn, what, *args, **kwargs)
+        return guard.call(target.limit, fn, what, *args, **kwargs)
     except guard.ImplementationError as exc:
         if isinstance(exc.__cause__, AssertionError) and not isinstance(exc.__cause__, guard.ImplementationError):
             raise exc.__cause__ from None
@@ -249,19 +249,16 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
     except Missing:
         raise
     except Unsupported as exc:
-        _reject(str(exc), cfg)
+        _reject(target, str(exc), cfg)
     except (AssertionError, ConventionMismatch) as exc:
         why = not_implemented(exc) if isinstance(exc, guard.ImplementationError) else None
         if why is not None:  # not a bug, not a pass: this configuration is reported unsupported
-            _reject(f"undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
+            _reject(target, f"undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
                     f"declare it in HARNESS_UNSUPPORTED or HARNESS_SIZES", cfg)
-        _configs["checked"] += 1
+        target.outcome.checked += 1
         kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
             "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")
-        message = (f"[{property_name(check)}] {kind} for target {target.spec!r}\n"
-                   f"  {str(exc).strip()}\n"
-                   f"  config: {cfg}\n"
-                   f"  repro:  {repro_command(target, check, cfg)}")
-        raise PropertyFailure(message) from None
-    _configs["checked"] += 1
+        raise PropertyFailure(property_name(check), kind, target.spec, str(exc).strip(), str(cfg),
+                              repro_command(target, check, cfg)) from None
+    target.outcome.checked += 1
     return result

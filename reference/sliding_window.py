@@ -6,7 +6,7 @@
 Queries are aligned to the end of the keys: row i is absolute position
 p = i + S - L and sees exactly the keys p - window < j <= p (``window`` keys;
 FlashAttention's window_size=(w, 0) sees w + 1, a named convention).
-This is the dense O(L*S) formulation; ``reference.banded`` is the O(n*w) one.
+This is the dense O(L*S) formulation; ``harness.bench.models.banded`` is the O(n*w) one.
 """
 from __future__ import annotations
 

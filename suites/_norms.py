@@ -31,17 +31,18 @@ def build(target, name: str, cfg: NormConfig, eps, affine: bool = True, shape=No
     if not is_module(mod):
         raise ImplementationError(f"{name}({shape!r}, eps={eps}, elementwise_affine={affine}) returned "
                                   f"{type(mod).__name__}; the protocol constructs an nn.Module")
-    moved = guard.call(mod.to, f"{name}.to", device=target.device, dtype=dtype)
+    moved = guard.call(target.limit, mod.to, f"{name}.to", device=target.device, dtype=dtype)
     mod = moved if is_module(moved) else mod
     if params:
         on_target(target, assign_parameters, mod, name, shape, params)
     return mod
 
 
-def forward(mod: nn.Module, name: str, x: torch.Tensor) -> torch.Tensor:
-    """``mod(x)``, guarded; the output must have x's shape, dtype and device."""
+def forward(target, mod: nn.Module, name: str, x: torch.Tensor) -> torch.Tensor:
+    """``mod(x)``, guarded (under ``target``'s per-call limit); the output must have x's shape,
+    dtype and device."""
     with torch.no_grad():
-        out = guard.call(mod, name, x)
+        out = guard.call(target.limit, mod, name, x)
     return expect_tensor(out, name, tuple(x.shape), x.dtype, x.device)
 
 
@@ -118,7 +119,7 @@ def check_token_dims(target, name: str, cfg: NormConfig, mod: nn.Module, math: C
     nd = len(cfg.normalized_shape)
     x = cfg.x(target.device)
     std = 2.0 ** cfg.log2_scale
-    out = forward(mod, name, x)
+    out = forward(target, mod, name, x)
     allowed = allowance(x, math, **kw)
     flat = lambda t: t.reshape(cfg.tokens, cfg.features)  # noqa: E731  (T, F) view of (*lead, *ns)
     g = cfg.generator(salt=5)
@@ -129,7 +130,7 @@ def check_token_dims(target, name: str, cfg: NormConfig, mod: nn.Module, math: C
             x2 = flat(x.double().clone())
             x2[t] += shift
             x2 = x2.reshape(x.shape).to(x.dtype)
-            gap, idx = worst(flat(forward(mod, name, x2))[others], flat(out)[others])
+            gap, idx = worst(flat(forward(target, mod, name, x2))[others], flat(out)[others])
             if gap > 2 * allowed:
                 raise AssertionError(
                     f"adding {shift:g} to token {t} (of {cfg.tokens} tokens, lead dims {cfg.lead}) changed "
@@ -141,7 +142,7 @@ def check_token_dims(target, name: str, cfg: NormConfig, mod: nn.Module, math: C
         x3 = flat(x.double().clone())
         x3[t, j] += 3 * std + abs(float(x3[t, j]))
         x3 = x3.reshape(x.shape).to(x.dtype)
-        out3 = forward(mod, name, x3)
+        out3 = forward(target, mod, name, x3)
         d_target = flat(out3)[t].double() - flat(out)[t].double()
         d_ref = flat(truth(math, x3, **kw))[t] - flat(truth(math, x, **kw))[t]
         slack = allowed + allowance(x3, math, **kw)

@@ -165,7 +165,7 @@ def check_dropout_seeded(target, cfg):
         if masks is not None and torch.equal(*masks):
             measured = how
             break
-    record_label(check_convention(
+    record_label(target, check_convention(
         "dropout_rng", measured, target.conventions,
         f"\n  two calls after torch.manual_seed({seed}) dropped different weights (and so did two calls with "
         f"generators seeded alike, where the kernel takes generator=): the kernel does not draw its mask from "

@@ -53,7 +53,7 @@ def check_causal(target, cfg):
     label = check_convention(
         "causal_alignment", measured, declared,
         f"\n  measured visibility (row = query, 1 = key visible):{show_mask(flat[0].cpu())}")
-    record_label(label)
+    record_label(target, label)
     mask = causal_mask(cfg.L, cfg.S, measured, device=target.device)  # (L, S)
     seen = mask.any(dim=-1)  # rows with at least one visible key
     q, k, v = cfg.qkv(target.device)
@@ -186,7 +186,7 @@ def check_fully_masked_rows(target, cfg):
         measured = "uniform"
     else:
         measured = None
-    record_label(check_convention(
+    record_label(target, check_convention(
         "fully_masked_rows", measured, target.conventions,
         f"\n  fully masked rows {dead.nonzero().flatten().tolist()} returned e.g. {rows.flatten()[:4].tolist()}"))
     live = ~dead

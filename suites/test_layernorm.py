@@ -46,7 +46,7 @@ def check_standardized(target, cfg):
     """Before the affine part each token has mean 0 and biased variance 1 (exactly var/(var+eps))."""
     x = cfg.x(target.device, std=_std(cfg))
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **_identity(cfg))
-    out = forward(mod, LN, x)
+    out = forward(target, mod, LN, x)
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
     nd = len(cfg.normalized_shape)
     got, ref = token_stats(out, nd)[..., :2], token_stats(truth(layer_norm_math, x, **kw), nd)[..., :2]
@@ -74,7 +74,7 @@ def check_shift_scale_invariance(target, cfg):
     x2 = (x.double() * a + c).to(x.dtype)
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **_identity(cfg))
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
-    unchanged(forward(mod, LN, x2), forward(mod, LN, x), x2, x, layer_norm_math,
+    unchanged(forward(target, mod, LN, x2), forward(target, mod, LN, x), x2, x, layer_norm_math,
               f"LayerNorm({a:.4g} x + {c:.4g}) vs LayerNorm(x)", **kw)
 
 
@@ -85,7 +85,7 @@ def check_eps_inside_sqrt(target, cfg):
         x = torch.tensor([[1.0, 0.0, 0.0, 0.0]], dtype=cfg.torch_dtype, device=target.device)
         mod = build(target, LN, cfg, eps=eps, shape=4, weight=torch.ones(4, dtype=torch.float64),
                     bias=torch.zeros(4, dtype=torch.float64))
-        out = forward(mod, LN, x)
+        out = forward(target, mod, LN, x)
         textbook = torch.tensor([[0.75, -0.25, -0.25, -0.25]], dtype=torch.float64) / math.sqrt(0.1875 + eps)
         outside = torch.tensor([[0.75, -0.25, -0.25, -0.25]], dtype=torch.float64) / (math.sqrt(0.1875) + eps)
         kw = dict(normalized_shape=(4,), eps=eps)
@@ -101,7 +101,7 @@ def check_eps_inside_sqrt(target, cfg):
     x = x.to(target.device)
     for eps in sorted({cfg.eps, 0.5}):
         mod = build(target, LN, cfg, eps=eps, affine=cfg.affine, **_identity(cfg))
-        agree(forward(mod, LN, x), x, layer_norm_math, f"one-hot rows with eps={eps}",
+        agree(forward(target, mod, LN, x), x, layer_norm_math, f"one-hot rows with eps={eps}",
               normalized_shape=cfg.normalized_shape, eps=eps)
 
 
@@ -110,7 +110,7 @@ def check_eps_honoured(target, cfg):
     u = cfg.uniform(0.25, 4.0, salt=3)
     x = cfg.x(target.device, std=math.sqrt(cfg.eps * u))
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **_identity(cfg))
-    out = forward(mod, LN, x)
+    out = forward(target, mod, LN, x)
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
     if not matches(out, x, layer_norm_math, wide=True, **kw):
         used = [e for e in (1e-5, 1e-6, 1e-12, 0.0) if e != cfg.eps
@@ -124,7 +124,7 @@ def check_affine(target, cfg):
     x = cfg.x(target.device)
     w, b = cfg.params()
     mod = build(target, LN, cfg, eps=cfg.eps, affine=True, weight=w, bias=b)
-    out = forward(mod, LN, x)
+    out = forward(target, mod, LN, x)
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
     if not matches(out, x, layer_norm_math, weight=w, bias=b, **kw):
         hint = ""
@@ -146,7 +146,7 @@ def check_large_values(target, cfg):
     w, b = cfg.params()
     params = {"weight": w, "bias": b} if cfg.affine else {}
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **params)
-    agree(forward(mod, LN, x), x, layer_norm_math,
+    agree(forward(target, mod, LN, x), x, layer_norm_math,
           f"{cfg.dtype} inputs |x| up to {float(x.double().abs().max()):.0f} (vs float32 math)", wide=True,
           normalized_shape=cfg.normalized_shape, eps=cfg.eps, **params)
 

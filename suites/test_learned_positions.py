@@ -47,16 +47,16 @@ def build(target, cfg) -> tuple[nn.Module, torch.Tensor]:
     if not is_module(mod):
         raise ImplementationError(f"{LPE}({cfg.max_positions}, {cfg.dim}) returned {type(mod).__name__}, "
                                   f"expected an nn.Module")
-    moved = guard.call(mod.to, f"{LPE}.to", device=target.device)
+    moved = guard.call(target.limit, mod.to, f"{LPE}.to", device=target.device)
     mod = moved if is_module(moved) else mod
     table = cfg.table()
     dtype = on_target(target, write_table, mod, (cfg.max_positions, cfg.dim), table)
     return mod, table.to(dtype)
 
 
-def lookup(mod, positions):
+def lookup(target, mod, positions):
     with torch.no_grad():
-        return guard.call(mod, f"{LPE}.forward", positions)
+        return guard.call(target.limit, mod, f"{LPE}.forward", positions)
 
 
 def check_lookup(target, cfg):
@@ -64,7 +64,7 @@ def check_lookup(target, cfg):
     for (L,) and (B, L) positions including the last row max_positions - 1."""
     mod, table = build(target, cfg)
     pos = cfg.positions(target.device)
-    out = expect_tensor(lookup(mod, pos), LPE, (*pos.shape, cfg.dim), table.dtype, pos.device)
+    out = expect_tensor(lookup(target, mod, pos), LPE, (*pos.shape, cfg.dim), table.dtype, pos.device)
     tolerance.assert_close(out, table.double()[pos.cpu()], dtype=table.dtype,
                            what=f"the embedding of positions {tuple(pos.shape)} (must be weight[positions])")
 
@@ -77,7 +77,7 @@ def check_out_of_range(target, cfg):
         pos = cfg.positions(target.device).clone()
         pos.view(-1)[0] = bad
         try:
-            out = lookup(mod, pos)
+            out = lookup(target, mod, pos)
         except ImplementationError as exc:
             if exc.__cause__ is not None:  # it raised: correct
                 continue

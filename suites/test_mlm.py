@@ -255,7 +255,7 @@ def check_independence(target, cfg):
                     f"p^2 = {cfg.p ** 2:.4f} +- {r_pair:.4f} (span or whole-word masking?).")
     else:
         measured = "independent"
-    record_label(check_convention("mlm_selection", measured, target.conventions, evidence))
+    record_label(target, check_convention("mlm_selection", measured, target.conventions, evidence))
 
 
 @settings(max_examples=STAT_EXAMPLES, phases=NO_SHRINK)

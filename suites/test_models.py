@@ -94,7 +94,7 @@ def check_dependency(target, cfg):
     with torch.random.fork_rng(devices=[]):
         manual_seed(cfg.seed % 2**31)
         x = torch.randn(cfg.batch, cfg.length, D, dtype=dtype)
-    out = guard.call(model, "build_model()(inputs_embeds)", x)
+    out = guard.call(target.limit, model, "build_model()(inputs_embeds)", x)
     if not isinstance(out, torch.Tensor) or out.dim() != 3 or tuple(out.shape[:2]) != (cfg.batch, cfg.length):
         raise ImplementationError(f"the model returned {getattr(out, 'shape', type(out).__name__)}, "
                                   f"expected (B, L, H) = ({cfg.batch}, {cfg.length}, H)")
@@ -114,7 +114,7 @@ def check_dependency(target, cfg):
                              f"{measured or 'none of ' + '/'.join(PROFILES)} (length {cfg.length}). Output i depends "
                              f"on input j (row i, column j; any feature):{_show(union)}"
                              f"{chr(10) + '  ' + evidence if evidence else ''}")
-    record_label(f"profile:{measured}")
+    record_label(target, f"profile:{measured}")
 
 
 def check_param_count(target, cfg):
@@ -140,7 +140,7 @@ def check_embedding_sum(target, cfg):
     recovered from probes with one factor changed. Defaults: segment 0, positions 0..L-1."""
     emb = on_target(target, seeded, cfg.seed % 2**31, target.lookup("bert_embeddings"), cfg.vocab_size,
                     cfg.hidden_size, max_position_embeddings=cfg.max_positions, type_vocab_size=2)
-    guard.call(emb.eval, "bert_embeddings(...).eval")
+    guard.call(target.limit, emb.eval, "bert_embeddings(...).eval")
     g = cfg.generator(1)
     B, L = cfg.batch, cfg.length
     ids = torch.randint(cfg.vocab_size, (B, L), generator=g)
@@ -149,7 +149,7 @@ def check_embedding_sum(target, cfg):
 
     def f(i, s=None, p=None):
         with torch.no_grad():
-            out = guard.call(emb, "bert_embeddings(...)", i, token_type_ids=s, position_ids=p)
+            out = guard.call(target.limit, emb, "bert_embeddings(...)", i, token_type_ids=s, position_ids=p)
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (*i.shape, cfg.hidden_size):
             raise ImplementationError(f"the embedding returned {getattr(out, 'shape', type(out).__name__)}, "
                                       f"expected {(*i.shape, cfg.hidden_size)}")

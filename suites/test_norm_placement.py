@@ -66,17 +66,17 @@ def check_placement(target, cfg):
     block = impl(target, BLOCK)(dim, probe)
     if not is_module(block):
         raise ImplementationError(f"{BLOCK}({dim}, sublayer) returned {type(block).__name__}, not an nn.Module")
-    block = guard.call(block.to, f"{BLOCK}.to", device=dev, dtype=dtype)
+    block = guard.call(target.limit, block.to, f"{BLOCK}.to", device=dev, dtype=dtype)
     z = torch.randn(cfg.shape, generator=cfg.generator(salt=1), dtype=torch.float64)
     z = (z - z.mean(-1, keepdim=True)) / z.std(-1, correction=0, keepdim=True).clamp_min(1e-6)
     x = (z * STD + OFFSET).to(dtype).to(dev)  # every token: mean OFFSET, variance STD^2
-    out0 = forward(block, BLOCK, x)
+    out0 = forward(target, block, BLOCK, x)
     if len(probe.seen) != 1:
         raise AssertionError(f"{BLOCK} called its sublayer {len(probe.seen)} times in one forward, expected once")
     seen = probe.seen[0]
     r = torch.randn(dim, generator=cfg.generator(salt=2), dtype=torch.float64).to(dtype).to(dev)
     probe.value = r
-    out_r = forward(block, BLOCK, x)
+    out_r = forward(target, block, BLOCK, x)
     seen_r = probe.seen[-1]
 
     f_sees = ("x" if _close(seen, x, dtype) else _normalized(seen, dtype)) if seen.shape == x.shape else None
@@ -91,7 +91,7 @@ def check_placement(target, cfg):
     evidence = (f"\n  f received: {f_sees or 'neither x nor a normalized x'}; with f = 0 the block returned "
                 f"{'x' if _close(out0, x, dtype) else _normalized(out0, dtype) or 'neither x nor a normalized x'}"
                 f" (x: token 0 = {x.double().flatten()[:3].tolist()}..., output {out0.double().flatten()[:3].tolist()}...)")
-    record_label(check_convention("norm_placement", measured, target.conventions, evidence if measured is None else
+    record_label(target, check_convention("norm_placement", measured, target.conventions, evidence if measured is None else
                                   f" ({how})"))
 
 

@@ -75,7 +75,7 @@ def check_scale_invariance(target, cfg):
     a = cfg.uniform(0.25, 4.0, salt=3)
     x2 = (x.double() * a).to(x.dtype)
     mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
-    unchanged(forward(mod, RMS, x2), forward(mod, RMS, x), x2, x, rms_norm_math,
+    unchanged(forward(target, mod, RMS, x2), forward(target, mod, RMS, x), x2, x, rms_norm_math,
               f"RMSNorm({a:.4g} x) vs RMSNorm(x)", normalized_shape=cfg.normalized_shape,
               weight=gamma, eps=cfg.eps)
 
@@ -88,7 +88,7 @@ def check_no_mean_subtraction(target, cfg):
     c = cfg.uniform(1.0, 3.0, salt=3) * std * (1 if cfg.seed % 2 else -1)
     x2 = (x.double() + c).to(x.dtype)
     mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
-    out2 = forward(mod, RMS, x2)
+    out2 = forward(target, mod, RMS, x2)
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
     if not matches(out2, x2, rms_norm_math, weight=gamma, **kw):
         hint = (" (the output matches (x - mean) / sqrt(var + eps) * weight: the mean was subtracted)"
@@ -108,7 +108,7 @@ def measure_eps(target, cfg) -> tuple[str | None, str]:
     z = z / z.reshape(cfg.tokens, -1).pow(2).mean(-1).sqrt().reshape(*cfg.lead, *[1] * len(cfg.normalized_shape))
     x = (z * math.sqrt(ms)).to(dt).to(target.device)
     mod, gamma = _rms(target, cfg, None)
-    out = forward(mod, RMS, x)
+    out = forward(target, mod, RMS, x)
     kw = dict(normalized_shape=cfg.normalized_shape, weight=gamma, wide=True)
     found = [("finfo", e) for e in finfo if matches(out, x, rms_norm_math, eps=e, **kw)]
     found += [("fixed", e) for e in FIXED_EPS if matches(out, x, rms_norm_math, eps=e, **kw)]
@@ -131,9 +131,9 @@ def check_eps(target, cfg):
     u = cfg.uniform(0.25, 4.0, salt=3)
     x = cfg.x(target.device, std=math.sqrt(cfg.eps * u))
     mod, gamma = _rms(target, cfg, cfg.eps)
-    agree(forward(mod, RMS, x), x, rms_norm_math, f"with eps={cfg.eps:g} and a mean square about eps",
+    agree(forward(target, mod, RMS, x), x, rms_norm_math, f"with eps={cfg.eps:g} and a mean square about eps",
           wide=True, normalized_shape=cfg.normalized_shape, weight=gamma, eps=cfg.eps)
-    record_label(label)
+    record_label(target, label)
 
 
 def check_weight(target, cfg):
@@ -142,7 +142,7 @@ def check_weight(target, cfg):
     x = cfg.x(target.device)
     p = (cfg.params()[0] * 2 - 2).to(cfg.torch_dtype).double()  # in [-1.5, 1.5]: weight and 1 + weight differ
     mod = build(target, RMS, cfg, eps=cfg.eps, affine=True, weight=p)
-    out = forward(mod, RMS, x)
+    out = forward(target, mod, RMS, x)
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
     found = [name for name, g in (("weight", p), ("one_plus_weight", 1 + p))
              if matches(out, x, rms_norm_math, weight=g, **kw)]
@@ -155,8 +155,8 @@ def check_weight(target, cfg):
                     + ("\n  the output matches x_hat: the weight is ignored" if ignored else ""))
     label = check_convention("rmsnorm_scale", measured, target.conventions, evidence)
     plain = build(target, RMS, cfg, eps=cfg.eps, affine=False)
-    agree(forward(plain, RMS, x), x, rms_norm_math, "with elementwise_affine=False", **kw)
-    record_label(label)
+    agree(forward(target, plain, RMS, x), x, rms_norm_math, "with elementwise_affine=False", **kw)
+    record_label(target, label)
 
 
 def check_large_values(target, cfg):
@@ -167,7 +167,7 @@ def check_large_values(target, cfg):
     sign = torch.randint(0, 2, cfg.shape, generator=g).double() * 2 - 1
     x = (sign * mag).to(cfg.torch_dtype).to(target.device)
     mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
-    agree(forward(mod, RMS, x), x, rms_norm_math, f"{cfg.dtype} inputs with |x| >= 300 (vs float32 math)",
+    agree(forward(target, mod, RMS, x), x, rms_norm_math, f"{cfg.dtype} inputs with |x| >= 300 (vs float32 math)",
           wide=True, normalized_shape=cfg.normalized_shape, weight=gamma, eps=cfg.eps)
 
 

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.needs(ROPE)
 def _layout(target, cfg) -> str:
     """Measure the pairing, check it against the declaration, record its name."""
     layout, evidence = measure_rope_layout(target, cfg.D, cfg.base)
-    record_label(check_convention("rope_layout", layout, target.conventions, evidence))
+    record_label(target, check_convention("rope_layout", layout, target.conventions, evidence))
     return layout
 
 

@@ -56,7 +56,7 @@ def _layout(target, cfg, record: bool = False) -> str:
                              f"\n  PE(0) = [{shown}]; interleaved is [0, 1, 0, 1, ...], "
                              f"concatenated [0, ..., 0, 1, ..., 1]")
     if record:
-        record_label(label)
+        record_label(target, label)
     return measured
 
 

@@ -69,7 +69,7 @@ def check_window_extent(target, cfg):
             informative.add(extent)
     # two different extents for different windows is no convention at all
     measured = informative.pop() if len(informative) == 1 else None if informative else declared
-    record_label(check_convention("window_extent", measured, target.conventions))
+    record_label(target, check_convention("window_extent", measured, target.conventions))
 
 
 def check_window_agreement(target, cfg):

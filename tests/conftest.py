@@ -5,20 +5,19 @@ import pytest
 import torch
 from hypothesis import settings
 
-from harness import guard
-
 
 @pytest.fixture(autouse=True)
 def _isolated():
     """One torch thread: the suites' tensors are tiny, and on a shared machine intra-op
     threads' spin-waiting makes them an order of magnitude slower. In-process suite runs
-    set the Hypothesis profile and the per-call limit globally: restore them afterwards."""
-    threads, profile, timeout = torch.get_num_threads(), settings._current_profile, guard.get_timeout()
+    set the Hypothesis profile globally: restore it afterwards. (The plug-in's session state --
+    results, targets, their per-call limits and per-test outcomes -- belongs to each run's
+    config and targets, so nothing else needs restoring.)"""
+    threads, profile = torch.get_num_threads(), settings._current_profile
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
     settings.load_profile(profile)
-    guard.set_timeout(timeout)
 
 
 # Every suite test freezes the Hypothesis profile loaded when it is decorated (@given without
@@ -39,7 +38,7 @@ settings.load_profile("harness-ci")
 # Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
 # first imported inside a run (pandas and tabulate for the conformance table, the suites)
 # would be imported again by every run.
-import reports.conformance  # noqa: E402,F401
+import harness.conformance_table  # noqa: E402,F401
 import tabulate  # noqa: E402,F401  (pandas' to_markdown)
 
 for _suite in sorted((Path(__file__).resolve().parents[1] / "suites").glob("test_*.py")):

@@ -76,7 +76,7 @@ def test_fits_from_rows_groups_by_case():
 # ---------------------------------------------------------------- kernels and adapters
 
 def test_banded_and_naive_kernels_equal_the_reference():
-    from reference.banded import banded_attention, visible_keys
+    from harness.bench.models.banded import banded_attention, visible_keys
     from reference.sliding_window import sliding_window_math
     gen = torch.Generator().manual_seed(0)
     for L, S, w, extent, block in [(37, 37, 5, "w", None), (7, 29, 3, "w", 2), (29, 29, 9, "w+1", 4),
@@ -86,7 +86,7 @@ def test_banded_and_naive_kernels_equal_the_reference():
         tolerance.assert_close(banded_attention(q, k, v, w, extent=extent, block=block),
                                sliding_window_math(q, k, v, w, extent=extent), dtype=torch.float64)
     assert visible_keys(10, 4) == sum(min(i + 1, 4) for i in range(10)) / 10
-    from reference import registry
+    from harness.bench.models import registry
     from reference.attention import attention_math
     naive = registry.create("naive_attention")
     q, k, v = (torch.randn(2, 3, 11, 8, generator=gen, dtype=torch.float64) for _ in range(3))
@@ -97,7 +97,7 @@ def test_banded_and_naive_kernels_equal_the_reference():
 
 def test_hf_model_runs_on_the_target_kernel():
     pytest.importorskip("transformers")
-    from reference import registry
+    from harness.bench.models import registry
     from reference.attention import scaled_dot_product_attention as ref
     calls = []
 
@@ -126,7 +126,7 @@ def test_hf_model_runs_on_the_target_kernel():
 
 
 def test_registry_is_pluggable():
-    from reference import registry
+    from harness.bench.models import registry
     registry.register("test_entry")(lambda *, sdpa=None, **_: ("built", sdpa))
     assert registry.create("test_entry", sdpa="S", unused=1) == ("built", "S")
     assert {"naive_attention", "banded_window", "mistral_block", "hf_llama", "hf_mistral"} <= set(registry.names())

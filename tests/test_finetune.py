@@ -15,7 +15,7 @@ import pytest
 
 from harness.bench import finetune as ft
 from harness.bench.store import FIELDS, point_key
-from reference import finetune_data as fd
+from harness.bench.models import finetune_data as fd
 
 PLANTED = Path(__file__).parent / "planted" / "finetune" / "ignores_padding_mask.py"
 

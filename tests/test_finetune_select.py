@@ -10,7 +10,7 @@ import pytest
 
 from harness.bench import finetune_select as sel
 from harness.bench.finetune_train import Data, Hyper
-from reference import finetune_data as fd
+from harness.bench.models import finetune_data as fd
 
 
 def _reviews(n_movies=60, per_movie=7):

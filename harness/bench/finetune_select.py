@@ -4,7 +4,7 @@
         [--epochs 3] [--batch-size 32] [--seeds 0,1] [--train-examples N] [--max-steps N]
     python -m harness.bench.finetune_select --out runs/select --summary-only
 
-The training movies of the finetune suite (``reference.finetune_data.movie_split``: the test
+The training movies of the finetune suite (``harness.bench.models.finetune_data.movie_split``: the test
 movies are dropped here and never read) are split again by movie, ``VALIDATION_FRACTION`` of their
 rows to validation (``fd.VALIDATION_SALT``). Every grid point (lr x epochs x batch size) is trained
 on the rest with each seed and scored on the validation movies. The grid follows Devlin et al.

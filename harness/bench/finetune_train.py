@@ -1,6 +1,6 @@
 """Fine-tune a pretrained BERT for sentence classification on the [CLS] token, on a target's parts.
 
-The model is ``BertForSequenceClassification`` from all-MiniLM-L6-v2 (``reference.finetune_data.
+The model is ``BertForSequenceClassification`` from all-MiniLM-L6-v2 (``harness.bench.models.finetune_data.
 model_path``: 6 layers, hidden 384, 12 heads, pretrained pooler), ``num_labels=2``: the new
 classifier reads the pooler's tanh(W h_[CLS] + b) (Devlin et al. 2018: one task-specific
 output layer, everything fine-tuned). Swap-ins (Narang et al. 2021, "Do Transformer
@@ -31,7 +31,7 @@ import torch
 from harness.bench.memory import peak_memory
 from harness.bench.runner import check_finite
 from harness.bench.timer import synchronize
-from reference import finetune_data as fd
+from harness.bench.models import finetune_data as fd
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from harness.bench import Check, Context
 from harness.bench.memory import peak_memory_repeated
 from harness.bench.runner import Point, Skip, check_finite
 from harness.bench.timer import synchronize
-from reference import registry
+from harness.bench.models import registry
 
 SUITE = "kv_cache"
 #: every case decodes on the target's SDPA: all are the target's (role "target")

@@ -11,7 +11,7 @@ nonzero gradient; the row records it, the formula for the window convention in
 force, and ``match`` (measured == formula).
 
 Cases: mistral_block (reference block, dense-mask reference window math),
-banded_window (the same block on reference.banded), target.sliding_window (the
+banded_window (the same block on harness.bench.models.banded), target.sliding_window (the
 block on the target's sliding_window_attention; formula for its declared
 ``window_extent``, default w) and hf_mistral (transformers' MistralModel with
 sliding_window=w, on the target's SDPA through AttentionInterface; HF's convention is w
@@ -37,7 +37,7 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.runner import Point, Skip, check_finite
 from harness.runfolder import grad_case
-from reference import registry
+from harness.bench.models import registry
 
 SUITE = "receptive_field"
 CASES = ("mistral_block", "banded_window", "target.sliding_window", "hf_mistral")

@@ -6,13 +6,13 @@ Cases (inputs q, k, v of shape (batch, heads, n, head_dim), seeded):
   torch.sdpa.math|flash|efficient|cudnn   torch SDPA pinned to one backend with
                          torch.nn.attention.sdpa_kernel (efficient/cudnn: CUDA only;
                          on CPU "flash" is torch's CPU flash kernel)
-  banded_window          the O(n * w) banded sliding-window kernel (reference.banded)
+  banded_window          the O(n * w) banded sliding-window kernel (harness.bench.models.banded)
   target.sliding_window  the target's sliding_window_attention (window w)
   lstm                   nn.LSTM of width heads * head_dim: sequential, O(n * d^2)
 
 FLOPs count the useful work, 4 * b * h * n * k * d with k the average number of
 keys a query sees: k = n (dense), (n + 1) / 2 (causal), the window average for the
-window cases (reference.banded.visible_keys); LSTM: 16 * b * n * d^2 (four gates,
+window cases (harness.bench.models.banded.visible_keys); LSTM: 16 * b * n * d^2 (four gates,
 input and recurrent matmuls). tflops = flops / median time; frac_of_peak divides by
 env.json's measured matmul peak for the dtype. peak_mem_bytes: the median of up to the
 profile's ``mem_repeats`` measured calls, with their min/max (harness.bench.memory).
@@ -47,8 +47,8 @@ from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
 from harness.isolation import named
 from harness.runfolder import SIZE_CAP_REASON
-from reference import registry
-from reference.banded import visible_keys
+from harness.bench.models import registry
+from harness.bench.models.banded import visible_keys
 
 SUITE = "scaling"
 BACKENDS = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",

@@ -49,13 +49,11 @@ def load_check(ref: str):
 
 
 def main(args) -> int:
-    from harness import conventions, guard, runner
+    from harness import conventions, runner
     from harness.loader import Missing, load_target
 
-    if args.impl_timeout is not None:
-        guard.set_timeout(args.impl_timeout)
     target = load_target(args.impl, conventions.parse_cli(args.convention), args.device,
-                         isolation=args.isolation, threads=1)
+                         isolation=args.isolation, timeout=args.impl_timeout, threads=1)
     if target.load_error:
         print(f"target {target.spec!r} does not load: {target.load_error}")
         return 2
@@ -82,6 +80,6 @@ def main(args) -> int:
         return 2
     finally:
         target.close()
-    labels = runner.take_labels()
+    labels = target.outcome.labels
     print("PASSED" + (f" ({labels[-1]})" if labels else ""))
     return 0

@@ -233,7 +233,7 @@ for m in ("torch", "transformers", "huggingface_hub", "tokenizers", "safetensors
 import torch
 print("cuda available", torch.cuda.is_available(), "| torch.version.cuda", torch.version.cuda,
       "| devices", [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])
-from reference import finetune_data as fd
+from harness.bench.models import finetune_data as fd
 try:
     print("finetune model", fd.model_path(), "| corpus", fd.corpus_path())
     print("weights note", json.dumps(fd.weights_note()))

@@ -23,7 +23,7 @@ with ``pip install --no-index --no-deps --target`` -- or anything else in ``--ou
 
 The weights note (``manifest["note"]``, also ``minilm/harness_weights.json``) is what the run
 records: ``gpu_baseline.sh`` exports it as ``HARNESS_FINETUNE_WEIGHTS_NOTE`` and
-``reference.finetune_data.weights_note()`` returns it, so the fine-tune results say that the
+``harness.bench.models.finetune_data.weights_note()`` returns it, so the fine-tune results say that the
 weights were a float16-rounded copy (loaded as float32: ``from_pretrained(dtype=torch.float32)``).
 
 Rounding: float16 has an 11-bit significand, so a weight in float16's normal range
@@ -52,7 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CORPUS_NAME = "rotten_tomatoes_corpus_full.csv.bz2"
 MODEL_SUBDIR = "minilm"
-NOTE_FILE = "harness_weights.json"   # = reference.finetune_data.WEIGHTS_NOTE_FILE
+NOTE_FILE = "harness_weights.json"   # = harness.bench.models.finetune_data.WEIGHTS_NOTE_FILE
 #: the files besides the weights that the tokenizer and the config need (the package's other files
 #: -- README, sentence-transformers pooling config, data_config.json -- are not used)
 MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -196,7 +196,7 @@ def travel_bytes(repo: Path, extra: Path) -> tuple[int, int]:
 
 
 def pack(out: Path, model_dir: Path, corpus: Path) -> dict:
-    from reference.finetune_data import check_model_dir  # the same checks the loader makes
+    from harness.bench.models.finetune_data import check_model_dir  # the same checks the loader makes
 
     check_model_dir(model_dir, "pack_assets --model-dir")
     if not corpus.is_file():

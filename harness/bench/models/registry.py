@@ -1,6 +1,6 @@
 """A registry of reference models and kernels the benchmarks run: name -> factory.
 
-    from reference.registry import register, create, names
+    from harness.bench.models.registry import register, create, names
 
     @register("my_model")
     def my_model(*, sdpa=None, sliding_window=None, **options):
@@ -16,11 +16,11 @@ existing entry of the same name, so users can override the built-ins.
 Built-in entries:
   naive_attention   softmax(q k^T * scale) v in the input dtype, the n x n scores materialised:
                     (B, H, n, E) -> (B, H, n, E)
-  banded_window     O(n * w) sliding-window kernel (``reference.banded``)
+  banded_window     O(n * w) sliding-window kernel (``harness.bench.models.banded``)
   dense_window      the dense-mask O(n^2) sliding-window math in the input dtype
   lstm              nn.LSTM(d, d), the sequential O(n * d^2) contrast
   mistral_block     a stack of Mistral-style sliding-window decoder blocks
-                    (``reference.sliding_window_block``), on ``sliding_window`` when given
+                    (``harness.bench.models.sliding_window_block``), on ``sliding_window`` when given
   hf_llama          transformers LlamaForCausalLM from a LlamaConfig, random weights
                     (no hub access); on ``sdpa`` via AttentionInterface when given
   hf_mistral        transformers MistralForCausalLM with ``sliding_window``, same
@@ -75,7 +75,7 @@ def _naive_attention(**_: Any) -> Callable:
 
 @register("banded_window")
 def _banded_window(*, window: int, extent: str = "w", block: int | None = None, **_: Any) -> Callable:
-    from reference.banded import banded_attention
+    from harness.bench.models.banded import banded_attention
     return functools.partial(banded_attention, window=window, extent=extent, block=block)
 
 
@@ -103,7 +103,7 @@ def _lstm(*, dim: int, layers: int = 1, device="cpu", dtype=torch.float32, seed:
 def _mistral_block(*, depth: int, dim: int, heads: int, window: int, sliding_window=None,
                    kv_heads: int | None = None, seed: int = 0, dtype=torch.float64,
                    device="cpu", **_: Any) -> torch.nn.Module:
-    from reference.sliding_window_block import block_stack
+    from harness.bench.models.sliding_window_block import block_stack
     return block_stack(depth, dim, heads, window, attn=sliding_window, kv_heads=kv_heads,
                        seed=seed, dtype=dtype).to(device)
 

@@ -76,7 +76,7 @@ def banded_attention(query, key, value, window: int, scale=None, block: int | No
 
 
 def sliding_window_attention(query, key, value, window, scale=None):
-    """The protocol name, backed by the banded kernel (usable as ``--impl reference.banded``)."""
+    """The protocol name, backed by the banded kernel (usable as ``--impl harness.bench.models.banded``)."""
     return banded_attention(query, key, value, window, scale)
 
 
