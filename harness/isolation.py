@@ -287,7 +287,9 @@ class Worker:
 
     def _unpack(self, reply, gens: list, what: str, kinds: bool, harness_code: bool):
         kind = reply[0]
-        output = reply[-1] if kind != "ok" else reply[2]
+        # ("ok", value, output, ...), ("raised", type, message, where, output, is_assertion),
+        # (other kind, detail, output): see harness.worker
+        output = reply[2] if kind == "ok" else reply[4] if kind == "raised" else reply[-1]
         if output:
             self._forward(output, what)
         if kind == "ok":

@@ -1,0 +1,47 @@
+"""What a failed request into the worker brings back: the verdict of harness code run next to the
+target (an AssertionError stays an AssertionError) and the target's output printed before it
+raised (forwarded like any call's). Both read the "raised" reply, whose last field is a flag and
+whose output is the one before it."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from harness import guard, runner
+from harness.loader import load_target
+
+NOISY = textwrap.dedent('''
+    def noisy_failure(x):
+        print("partial sums:", float(x.sum()))
+        raise ValueError("tile 3 overflowed")
+''')
+
+
+def verdict(x):
+    """Harness code run by ``on_target``: its AssertionError is a property's verdict."""
+    assert float(x.sum()) < 0, f"sum {float(x.sum()):g} is not negative"
+    return x
+
+
+@pytest.fixture(params=["process", "none"])
+def tgt(request, tmp_path):
+    path = tmp_path / "noisy.py"
+    path.write_text(NOISY)
+    t = load_target(str(path), isolation=request.param, timeout=60)
+    yield t
+    t.close()
+
+
+def test_an_assertion_of_harness_code_in_the_worker_is_the_verdict(tgt):
+    with pytest.raises(AssertionError, match="sum 3 is not negative") as info:
+        runner.on_target(tgt, verdict, torch.ones(3))
+    assert not isinstance(info.value, guard.ImplementationError)
+
+
+def test_the_output_of_a_call_that_raised_is_forwarded(tgt, capsys):
+    with pytest.raises(guard.ImplementationError, match="tile 3 overflowed"):
+        runner.impl(tgt, "noisy_failure")(torch.ones(3))
+    captured = capsys.readouterr()
+    assert "partial sums: 3.0" in captured.out + captured.err
