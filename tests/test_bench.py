@@ -10,7 +10,7 @@ import torch
 
 from harness.bench import Context, profiles
 from harness.bench import memory
-from harness.bench.runner import NonFinite, Point, Runner, check_finite, is_oom
+from harness.bench.points import NonFinite, Point, PointRunner, check_finite, is_oom
 from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_jsonl
 from harness.cli import main as cli_main
 from harness.loader import load_target
@@ -213,7 +213,7 @@ def test_unloadable_target_is_refused_and_records_nothing(tmp_path, capsys):
 
 def test_runner_classifies_outcomes(tmp_path):
     store = ResultStore(tmp_path)
-    runner = Runner(store, "x", "cpu", progress=False, verbose=False)
+    runner = PointRunner(store, "x", "cpu", progress=False, verbose=False)
 
     def raise_(exc):
         def f():

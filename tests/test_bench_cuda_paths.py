@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from harness.bench import Context, profiles, scaling, telemetry, timer
-from harness.bench.runner import BUDGET_REASON, Point, Runner, is_oom
+from harness.bench.points import BUDGET_REASON, Point, PointRunner, is_oom
 from harness.bench.store import ResultStore, read_jsonl
 from harness.bench.sweep import Slot, run_sweep
 from harness.bench.timer import Timing
@@ -237,7 +237,7 @@ def test_runner_on_cuda_records_oom_frees_memory_and_samples_nvml(nvml, monkeypa
     pts = [Point("scaling", "a", {"n": 1}, lambda: {"time_s": 1.0}),
            Point("scaling", "a", {"n": 2}, oom),
            Point("scaling", "a", {"n": 3}, lambda: {"time_s": 2.0})]
-    rows = Runner(ResultStore(tmp_path), "x", "cuda:0", progress=False, verbose=False).run(pts)
+    rows = PointRunner(ResultStore(tmp_path), "x", "cuda:0", progress=False, verbose=False).run(pts)
     assert [r["status"] for r in rows] == ["ok", "oom", "ok"]  # recorded, and the sweep went on
     assert "OutOfMemoryError" in rows[1]["reason"] and "128.00 GiB" in rows[1]["reason"]
     assert calls == ["empty_cache"] and alive == [False]
@@ -272,7 +272,7 @@ def test_cuda_scaling_path_records_oom_and_stops_growing_a_slow_case(monkeypatch
     monkeypatch.setattr(scaling, "timing_of", timing_of)
     ctx = Context(load_target("reference"), "reference", "cuda:0", prof, ResultStore(tmp_path / "r"),
                   peak_tflops={"bfloat16": 800.0}, cases=("torch.sdpa.flash",))
-    rows = Runner(ctx.store, "reference", "cuda:0", progress=False, verbose=False).run(scaling.points(ctx))
+    rows = PointRunner(ctx.store, "reference", "cuda:0", progress=False, verbose=False).run(scaling.points(ctx))
     assert [(r["params"]["n"], r["status"]) for r in rows] == [(1024, "ok"), (2048, "oom"), (4096, "ok"),
                                                                 (8192, "skipped")]
     assert "per-call budget" in rows[3]["reason"]
@@ -301,7 +301,7 @@ def test_runner_starts_no_point_after_the_deadline(tmp_path):
         return measure
     pts = [Point("s", "c", {"n": i}, step({"time_s": float(i)})) for i in range(4)]
     pts.append(Point("s", "c", {"n": 9}, lambda: {"time_s": 9.0}, measured=lambda: True))
-    runner = Runner(ResultStore(tmp_path), "x", "cpu", progress=False, verbose=False,
+    runner = PointRunner(ResultStore(tmp_path), "x", "cpu", progress=False, verbose=False,
                     deadline=1.5, budget_s=1.5, clock=lambda: now[0])
     rows = runner.run(pts)
     assert [r["status"] for r in rows] == ["ok", "ok", "skipped", "skipped", "ok"]
@@ -375,7 +375,7 @@ def test_real_oom_is_recorded_and_memory_released(tmp_path):
     def too_big():
         keep = torch.empty(2**28, dtype=torch.uint8, device="cuda:0")  # held by the failed frame
         return torch.empty(2 * total, dtype=torch.uint8, device="cuda:0"), keep
-    rows = Runner(ResultStore(tmp_path), "x", "cuda:0", progress=False, verbose=False).run(
+    rows = PointRunner(ResultStore(tmp_path), "x", "cuda:0", progress=False, verbose=False).run(
         [Point("scaling", "a", {"n": 1}, too_big), Point("scaling", "a", {"n": 2}, lambda: {"time_s": 1.0})])
     assert [r["status"] for r in rows] == ["oom", "ok"]
     assert torch.cuda.memory_allocated(0) == base  # the failed call's tensors are gone

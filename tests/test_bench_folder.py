@@ -144,7 +144,7 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
     others finish, so a kill (simulated: KeyboardInterrupt in a later block) loses only the sizes
     still being timed. Block costs are faked, so which size settles when is deterministic."""
     from harness.bench import Context, profiles, scaling, sweep
-    from harness.bench.runner import Runner
+    from harness.bench.points import PointRunner
     from harness.loader import load_target
 
     cost = {32: 0.001, 64: 0.002, 128: 0.05}  # tiny profile: 128 and 64 settle in round 3, 32 in 5
@@ -163,7 +163,7 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
 
     def run(store):
         ctx = Context(load_target("reference"), "reference", "cpu", prof, store, cases=("banded_window",))
-        runner = Runner(store, "reference", "cpu", progress=False, verbose=False)
+        runner = PointRunner(store, "reference", "cpu", progress=False, verbose=False)
         ctx.record = runner.record
         return runner.run(scaling.points(ctx), desc="scaling")
 

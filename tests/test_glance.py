@@ -88,18 +88,18 @@ class _Stream:
 
 
 def test_progress_bar_only_on_a_terminal_unless_asked():
-    from harness.bench.runner import progress_wanted
+    from harness.bench.points import progress_wanted
     assert progress_wanted(None, _Stream(True)) and not progress_wanted(None, _Stream(False))
     assert not progress_wanted(False, _Stream(True)) and progress_wanted(True, _Stream(False))
 
 
 def test_without_a_bar_each_finished_point_is_one_plain_line(tmp_path, capsys):
-    from harness.bench.runner import Point, Runner, Skip
+    from harness.bench.points import Point, PointRunner, Skip
     from harness.bench.store import ResultStore
 
     def skip():
         raise Skip("needs CUDA")
-    runner = Runner(ResultStore(tmp_path), "x", "cpu")  # progress=None: capsys' stderr is no terminal
+    runner = PointRunner(ResultStore(tmp_path), "x", "cpu")  # progress=None: capsys' stderr is no terminal
     assert runner.progress is False
     runner.run([Point("scaling", "a", {"n": 1}, lambda: {"time_s": 1.0}),
                 Point("scaling", "a", {"n": 2}, skip)], desc="scaling")

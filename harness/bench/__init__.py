@@ -41,7 +41,7 @@ class Context:
     cases: tuple[str, ...] | None = None   # only these cases (None: all)
     threads: int | None = None  # the user's --threads (None: each suite's default)
     state: dict = field(default_factory=dict)
-    #: write a point now (``Runner.record``), for a suite that measures points together and
+    #: write a point now (``PointRunner.record``), for a suite that measures points together and
     #: finishes them one by one (the CPU scaling sweep); None: rows are written point by point
     record: Callable[[Any], dict] | None = None
 
@@ -67,7 +67,7 @@ class Context:
 
     def require(self, name: str):
         """The target's ``name``; raises ``Skip`` when it lacks it, ``RuntimeError`` when it is broken."""
-        from harness.bench.runner import Skip
+        from harness.bench.points import Skip
         from harness.loader import BrokenTarget, Missing
         try:
             return self.target.lookup(name)

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from harness.bench import Check, Context
-from harness.bench.runner import Point
+from harness.bench.points import Point
 
 SUITE = "conformance_time"
 MODES = ("none", "process")

@@ -41,7 +41,7 @@ import torch
 
 from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
-from harness.bench.runner import Point, Skip
+from harness.bench.points import Point, Skip
 from harness.bench.models import finetune_data as fd
 from harness.bench.store import append_jsonl, make_key, read_jsonl
 from harness.stats import t_interval

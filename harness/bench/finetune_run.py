@@ -49,7 +49,7 @@ def run(out_dir, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases
 def _run(store, impl, prof, cases, device, progress, state, measure_peak):
     from harness.bench import env
     from harness.bench import finetune as ft
-    from harness.bench.runner import Runner
+    from harness.bench.points import PointRunner
     from harness.loader import load_target
 
     peak = env.measure_peak_tflops(device) if measure_peak else {}
@@ -58,7 +58,7 @@ def _run(store, impl, prof, cases, device, progress, state, measure_peak):
     ctx = Context(target=load_target(impl, device=device), impl=impl, device=device,
                   profile=SimpleNamespace(name=prof.name), store=store, cases=tuple(cases) if cases else None,
                   state=state)
-    Runner(store, impl, device, progress=progress).run(ft.points(ctx), desc=ft.SUITE)
+    PointRunner(store, impl, device, progress=progress).run(ft.points(ctx), desc=ft.SUITE)
     rows = store.rows()
     return rows, ft.summary(ctx, rows)
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from harness.bench.memory import peak_memory
-from harness.bench.runner import check_finite
+from harness.bench.points import check_finite
 from harness.bench.timer import synchronize
 from harness.bench.models import finetune_data as fd
 

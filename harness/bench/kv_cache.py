@@ -40,7 +40,7 @@ import torch
 
 from harness.bench import Check, Context
 from harness.bench.memory import peak_memory_repeated
-from harness.bench.runner import Point, Skip, check_finite
+from harness.bench.points import Point, Skip, check_finite
 from harness.bench.timer import synchronize
 from harness.bench.models import registry
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from harness.bench import Check, Context
-from harness.bench.runner import Point, Skip, check_finite
+from harness.bench.points import Point, Skip, check_finite
 from harness.runfolder import grad_case
 from harness.bench.models import registry
 

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from harness.bench import Check, Context
 from harness.bench.fit import fits_from_rows
 from harness.bench.on_target import PointCall, point_call, timing_of
-from harness.bench.runner import Point, Skip, check_finite, note
+from harness.bench.points import Point, Skip, check_finite, note
 from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
 from harness.isolation import named

@@ -88,7 +88,7 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
               ) -> dict[int, Timing | BaseException]:
     """Validate, calibrate and time ``slots`` (ascending n); returns n -> Timing or exception,
     and hands each slot to ``on_done`` as soon as its result is final (module doc)."""
-    from harness.bench.runner import BUDGET_REASON, release
+    from harness.bench.points import BUDGET_REASON, release
 
     out: dict[int, Timing | BaseException] = {}
 

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.bench import Check, Context
-from harness.bench.runner import Point, Skip
+from harness.bench.points import Point, Skip
 from harness.bench.timer import reference_timer, time_fn
 
 SUITE = "timer_selfcheck"

@@ -215,7 +215,7 @@ def _run(args, suites, device, profile, allocator, started) -> int:
 
 def _measure(args, suites, device, profile, allocator, started, target, store) -> int:
     from harness.bench import Context, env, receptive_field
-    from harness.bench.runner import Runner
+    from harness.bench.points import PointRunner
     from harness.bench.scaling import fits as scaling_fits
     from harness.runfolder import STATUSES
 
@@ -234,7 +234,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
                   peak_tflops=peak, cases=ctx_cases(args) or None, threads=args.threads)
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
-    runner = Runner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
+    runner = PointRunner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
                     budget_s=budget)
     ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from harness.bench import Context, profiles
-from harness.bench.runner import Skip
+from harness.bench.points import Skip
 from harness.bench.scaling import flops_for, make_call, params_for
 
 FAMILY = "benchmark"

@@ -159,7 +159,7 @@ def progress_wanted(progress: bool | None, stream=None) -> bool:
         return False
 
 
-class Runner:
+class PointRunner:
     def __init__(self, store: ResultStore, impl: str, device: str, progress: bool | None = None,
                  verbose: bool = True, deadline: float | None = None, budget_s: float | None = None,
                  clock: Callable[[], float] = time.perf_counter):
