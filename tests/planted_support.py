@@ -71,3 +71,14 @@ def assert_declared_passes(pytester, report: Path, suite, planted: Path, tests, 
 #: requirement (a property of the code under test is never judged by it). On this project's
 #: 2-core machine at load 10 the tiny main job alone took over 600 s, the earlier limit.
 HANG_LIMIT_S = 2400
+
+
+def source_target(tmp_path, name: str, source: str, isolation: str, timeout: float = 60):
+    """A target loaded from ``source`` written to ``tmp_path/name.py`` (a fixture yields it and
+    closes it: ``yield from source_target(...)``)."""
+    from harness.loader import load_target
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    target = load_target(str(path), isolation=isolation, timeout=timeout)
+    yield target
+    target.close()

@@ -10,6 +10,7 @@ import torch
 
 from harness import runner, target_ops
 from harness.loader import load_target
+from tests.planted_support import source_target
 
 DRAWS = textwrap.dedent('''
     import torch
@@ -36,12 +37,7 @@ DRAWS = textwrap.dedent('''
 
 @pytest.fixture(params=["process", "none"])
 def tgt(request, tmp_path):
-    path = tmp_path / "draws.py"
-    path.write_text(DRAWS)
-    t = load_target(str(path), isolation=request.param, timeout=30)
-    yield t
-    if t.worker is not None:
-        t.worker.close()
+    yield from source_target(tmp_path, "draws", DRAWS, request.param, timeout=30)
 
 
 def test_call_each_equals_one_call_at_a_time(tgt):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from harness import guard, runner
-from harness.loader import load_target
+from tests.planted_support import source_target
 
 NOISY = textwrap.dedent('''
     def noisy_failure(x):
@@ -27,11 +27,7 @@ def verdict(x):
 
 @pytest.fixture(params=["process", "none"])
 def tgt(request, tmp_path):
-    path = tmp_path / "noisy.py"
-    path.write_text(NOISY)
-    t = load_target(str(path), isolation=request.param, timeout=60)
-    yield t
-    t.close()
+    yield from source_target(tmp_path, "noisy", NOISY, request.param)
 
 
 def test_an_assertion_of_harness_code_in_the_worker_is_the_verdict(tgt):
