@@ -12,7 +12,7 @@ from planted_support import assert_caught, conformance, property_of, run_suite, 
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted" / "grad"
-GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py"]
+GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py", "test_window_grad.py"]
 CORRECT = PLANTED / "correct_custom_backward.py"
 
 #: (planted target, suite file, the one suite test that must fail for it)
@@ -30,6 +30,8 @@ BUGS = [
     ("rope_identity_backward.py", "test_position_grad.py", "test_rope_dx"),
     ("rope_forward_rotation.py", "test_position_grad.py", "test_rope_inverse"),
     ("embedding_overwrite.py", "test_position_grad.py", "test_embedding_sum"),
+    ("window_dv_ignores_window.py", "test_window_grad.py", "test_agreement"),
+    ("window_backward_one_wider.py", "test_window_grad.py", "test_outside_window"),
 ]
 
 #: what the failure must say besides the property name
@@ -43,6 +45,7 @@ MESSAGES = {
     "rms_constant_rms.py": ["dx of RMSNorm"],
     "rope_forward_rotation.py": ["RoPE(dx)"],
     "embedding_overwrite.py": ["must be the sum of the upstream rows"],
+    "window_dv_ignores_window.py": ["dv (window="],
 }
 
 
@@ -69,7 +72,8 @@ def test_planted_bug_is_caught(pytester, bug, suite, test):
 #: (suite, correct targets that must pass every property of it)
 CONTROLS = [("test_attention_grad.py", ["reference", "torch.nn.functional", CORRECT]),
             ("test_norm_grad.py", ["reference", "torch.nn", CORRECT]),
-            ("test_position_grad.py", ["reference", CORRECT])]
+            ("test_position_grad.py", ["reference", CORRECT]),
+            ("test_window_grad.py", ["reference", CORRECT])]
 
 
 @pytest.mark.parametrize("suite,impls", CONTROLS, ids=[c[0].removesuffix(".py") for c in CONTROLS])
