@@ -17,11 +17,13 @@ from dataclasses import replace
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from harness import regimes
-from harness.configs import attn_configs
+from harness.configs import AttnConfig, attn_configs
 from harness.regimes import covering
-from harness.runner import require_features, run
+from harness.runner import UNSUPPORTED, on_target, require_features, run
+from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
 from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, target_grads, upstream,
@@ -171,6 +173,40 @@ def check_gqa(target, cfg):
     assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})")
 
 
+#: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
+#: central differences on O(1) inputs are good to ~1e-10, so a backward 1e-6 off passes, 3e-6 off fails
+GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
+
+
+@st.composite
+def tiny_configs(draw) -> AttnConfig:
+    """float64, B=1, Hq=2 (Hkv 2 or 1), L and S in 3..5, E = Ev = 4: gradcheck's Jacobians stay small."""
+    return AttnConfig(batch=(1,), hq=2, hkv=draw(st.sampled_from([2, 1])), L=draw(st.integers(3, 5)),
+                      S=draw(st.integers(3, 5)), E=4, Ev=4, dtype="float64", seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def check_gradcheck(target, cfg):
+    """``torch.autograd.gradcheck`` in float64 on tiny shapes (plain, is_causal, a boolean mask or
+    scale=0.3, drawn per example): the Jacobian of dq, dk, dv that the backward gives equals central
+    differences of the target's forward, elementwise within 1e-8 + 1e-6 x |numerical| (far tighter
+    than the same-dtype tolerance: a backward 3e-6 off in relative terms fails here)."""
+    q, k, v, g = _inputs(target, cfg)
+    variant = ("plain", "is_causal", "bool_mask", "scale")[int(torch.randint(4, (1,), generator=cfg.generator(6)))]
+    kw = {"enable_gqa": cfg.gqa}
+    if variant == "is_causal":
+        kw["is_causal"] = True
+    elif variant == "bool_mask":
+        mask = torch.rand(cfg.L, cfg.S, generator=cfg.generator(7)) < 0.7
+        mask[:, 0] = True  # every query sees a key
+        kw["attn_mask"] = mask.to(target.device)
+    elif variant == "scale":
+        kw["scale"] = 0.3
+    sdpa_grads(target, q, k, v, g, **kw)  # a target without a backward is unsupported, not failed
+    why = on_target(target, gradcheck, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), **GRADCHECK)
+    if why is not None:
+        raise AssertionError(f"gradcheck ({variant}; inputs 0, 1, 2 = q, k, v; {GRADCHECK}) failed: {why}")
+
+
 @given(cfg=attn_configs())
 @covering(regimes.GRAD)
 def test_agreement(target, cfg):
@@ -207,3 +243,10 @@ def test_float_mask(target, cfg):
 @covering(regimes.GRAD_GQA)
 def test_gqa(target, cfg):
     run(target, check_gqa, cfg)
+
+
+@given(cfg=tiny_configs())
+def test_gradcheck(target, cfg):
+    if not target.supports(cfg):  # the only dtype this property draws
+        pytest.skip(f"{UNSUPPORTED} (declared: float64 inputs with E=4 are outside HARNESS_DTYPES / HARNESS_SIZES)")
+    run(target, check_gradcheck, cfg)

@@ -30,6 +30,7 @@ BUGS = [
     ("rope_identity_backward.py", "test_position_grad.py", "test_rope_dx"),
     ("rope_forward_rotation.py", "test_position_grad.py", "test_rope_inverse"),
     ("embedding_overwrite.py", "test_position_grad.py", "test_embedding_sum"),
+    ("attn_dq_log2e_truncated.py", "test_attention_grad.py", "test_gradcheck"),
     ("window_dv_ignores_window.py", "test_window_grad.py", "test_agreement"),
     ("window_backward_one_wider.py", "test_window_grad.py", "test_outside_window"),
 ]
@@ -46,6 +47,7 @@ MESSAGES = {
     "rope_forward_rotation.py": ["RoPE(dx)"],
     "embedding_overwrite.py": ["must be the sum of the upstream rows"],
     "window_dv_ignores_window.py": ["dv (window="],
+    "attn_dq_log2e_truncated.py": ["Jacobian mismatch for output 0 with respect to input 0", "worst: d output"],
 }
 
 
