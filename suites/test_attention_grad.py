@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from harness import regimes
 from harness.configs import AttnConfig, attn_configs
+from harness.conventions import check_convention
 from harness.regimes import covering
-from harness.runner import UNSUPPORTED, on_target, require_features, run
+from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
@@ -207,6 +208,36 @@ def check_gradcheck(target, cfg):
         raise AssertionError(f"gradcheck ({variant}; inputs 0, 1, 2 = q, k, v; {GRADCHECK}) failed: {why}")
 
 
+RUNS = 3
+
+
+def check_deterministic(target, cfg):
+    """The backward run three times on identical inputs: bitwise equal dq, dk, dv (NaN equal to NaN)
+    is ``backward_determinism: deterministic``, else ``nondeterministic``, named with the largest
+    spread between runs. A convention (FlashAttention's ``deterministic`` flag), failed only where
+    the target declares ``deterministic``; one declared nondeterministic may still agree bitwise."""
+    q, k, v, g = _inputs(target, cfg)
+    runs = [sdpa_grads(target, q, k, v, g) for _ in range(RUNS)]
+    spread, differs = 0.0, []
+    for i, name in enumerate(NAMES):
+        first = runs[0][i].double().cpu()
+        for n, other in enumerate(r[i].double().cpu() for r in runs[1:]):
+            same = (first == other) | (first.isnan() & other.isnan())
+            if not bool(same.all()):
+                differs.append(f"{name} of runs 1 and {n + 2}")
+                spread = max(spread, float((first - other).abs().nan_to_num(float("inf")).max()))
+    declared = target.conventions.get("backward_determinism")
+    if not differs:
+        if declared == "nondeterministic" or any("nondeterministic" in lb for lb in target.outcome.labels):
+            return  # allowed to differ, not obliged to; an earlier example's spread stays the label
+        record_label(target, check_convention("backward_determinism", "deterministic", target.conventions))
+        return
+    label = check_convention("backward_determinism", "nondeterministic", target.conventions,
+                             f" {RUNS} backward passes on identical inputs differ bitwise ({', '.join(differs)}), "
+                             f"by up to {spread:.3g}.")
+    record_label(target, f"{label} (max spread {spread:.3g})")
+
+
 @given(cfg=attn_configs())
 @covering(regimes.GRAD)
 def test_agreement(target, cfg):
@@ -250,3 +281,9 @@ def test_gradcheck(target, cfg):
     if not target.supports(cfg):  # the only dtype this property draws
         pytest.skip(f"{UNSUPPORTED} (declared: float64 inputs with E=4 are outside HARNESS_DTYPES / HARNESS_SIZES)")
     run(target, check_gradcheck, cfg)
+
+
+@given(cfg=attn_configs())
+@covering(regimes.GRAD)
+def test_deterministic(target, cfg):
+    run(target, check_deterministic, cfg)
