@@ -47,6 +47,13 @@ KNOWN: dict[str, Convention] = {c.key: c for c in [
         "generator": "the kernel takes generator=torch.Generator: reproducible with a generator seeded "
                      "alike, whatever the global RNG state",
     }),
+    Convention("backward_determinism", None, {
+        "deterministic": "torch SDPA on the CPU, FlashAttention deterministic=True: the same inputs give "
+                         "bitwise the same gradients",
+        "nondeterministic": "FlashAttention's default deterministic=False (dQ accumulated by atomic adds in "
+                            "the order key blocks finish), torch's CUDA SDPA backends: the last bits may differ "
+                            "run to run",
+    }),
     Convention("rope_layout", None, {
         "rotate_half": "GPT-NeoX / Llama: pairs (i, i + D/2)",
         "interleaved": "GPT-J / Meta: pairs (2i, 2i + 1)",

@@ -124,6 +124,13 @@ WINDOW = (
     _window(1025, 1025, 256, E=8, seed=46),    # a long sequence, window past 128
 )
 
+#: the sliding-window backward: rows past a tile with the window below / past a tile, L < S (the
+#: first keys outside every window), and a low precision
+GRAD_WINDOW = (
+    _window(257, 257, 63, seed=87),
+    _window(129, 257, 129, E=32, dtype="bfloat16", seed=88),
+)
+
 
 def _rope(L, D, dtype="float32", offset=0, spread=0, seed=60, heads=2) -> RopeConfig:
     return RopeConfig(batch=1, heads=heads, L=L, D=D, dtype=dtype, base=10000.0, offset=offset, spread=spread,

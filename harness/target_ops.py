@@ -134,3 +134,54 @@ def call_each(fn: Callable, arg_tuples: list, kwargs: dict) -> list:
     in one request (one round trip for many calls; a generator among ``kwargs`` is one object,
     drawn on by every call in turn)."""
     return [fn(*args, **kwargs) for args in arg_tuples]
+
+
+def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps: float, atol: float,
+              rtol: float) -> str | None:
+    """``torch.autograd.gradcheck`` of ``fn(*args, **kwargs)`` with respect to ``args[i]`` (``i``
+    in ``wrt``, float64): the Jacobian its backward gives against central differences of its
+    forward, elementwise ``|numerical - analytical| <= atol + rtol |numerical|``. Returns None when
+    they agree, else gradcheck's first line and the worst element. Two backward passes may
+    differ by ``atol`` (nondeterminism is ``backward_determinism``'s business, not this check's)."""
+    from torch.autograd.gradcheck import GradcheckError
+    leaves = [args[i].detach().clone().requires_grad_(True) for i in wrt]
+
+    def f(*xs):
+        a = list(args)
+        for i, x in zip(wrt, xs):
+            a[i] = x
+        return fn(*a, **kwargs)
+
+    try:
+        with torch.enable_grad():
+            torch.autograd.gradcheck(f, tuple(leaves), eps=eps, atol=atol, rtol=rtol, nondet_tol=atol,
+                                     check_undefined_grad=False)
+    except GradcheckError as exc:
+        return f"{str(exc).splitlines()[0].rstrip(',')}; {_worst_element(f, leaves, eps, rtol)}"
+    return None
+
+
+def _worst_element(f: Callable, leaves: list, eps: float, rtol: float) -> str:
+    """The Jacobian element furthest outside ``rtol``: input n, output index, input index, both values."""
+    worst = (-1.0, "")
+    for n, x in enumerate(leaves):
+        def one(t, n=n):
+            return f(*[t if m == n else y for m, y in enumerate(leaves)])
+        with torch.enable_grad():
+            ana = torch.autograd.functional.jacobian(one, x).reshape(-1, x.numel())
+        num = torch.empty_like(ana)
+        for e in range(x.numel()):
+            step = torch.zeros_like(x).reshape(-1)
+            step[e] = eps
+            step = step.reshape(x.shape)
+            with torch.no_grad():
+                num[:, e] = ((one(x + step) - one(x - step)) / (2 * eps)).reshape(-1)
+        gap = (num - ana).abs() - rtol * num.abs()
+        o, i = divmod(int(gap.argmax()), x.numel())
+        if float(gap.max()) > worst[0]:
+            out_shape = one(x).shape
+            where = (tuple(torch.unravel_index(torch.tensor(o), out_shape)), tuple(torch.unravel_index(torch.tensor(i), x.shape)))
+            worst = (float(gap.max()), f"worst: d output{tuple(int(a) for a in where[0])} / d input {n}"
+                                       f"{tuple(int(a) for a in where[1])}: numerical {float(num[o, i]):.10g}, "
+                                       f"analytical {float(ana[o, i]):.10g}")
+    return worst[1]

@@ -17,11 +17,14 @@ from dataclasses import replace
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from harness import regimes
-from harness.configs import attn_configs
+from harness.configs import AttnConfig, attn_configs
+from harness.conventions import check_convention
 from harness.regimes import covering
-from harness.runner import require_features, run
+from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
+from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
 from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, target_grads, upstream,
@@ -171,6 +174,70 @@ def check_gqa(target, cfg):
     assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})")
 
 
+#: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
+#: central differences on O(1) inputs are good to ~1e-10, so a backward 1e-6 off passes, 3e-6 off fails
+GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
+
+
+@st.composite
+def tiny_configs(draw) -> AttnConfig:
+    """float64, B=1, Hq=2 (Hkv 2 or 1), L and S in 3..5, E = Ev = 4: gradcheck's Jacobians stay small."""
+    return AttnConfig(batch=(1,), hq=2, hkv=draw(st.sampled_from([2, 1])), L=draw(st.integers(3, 5)),
+                      S=draw(st.integers(3, 5)), E=4, Ev=4, dtype="float64", seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def check_gradcheck(target, cfg):
+    """``torch.autograd.gradcheck`` in float64 on tiny shapes (plain, is_causal, a boolean mask or
+    scale=0.3, drawn per example): the Jacobian of dq, dk, dv that the backward gives equals central
+    differences of the target's forward, elementwise within 1e-8 + 1e-6 x |numerical| (far tighter
+    than the same-dtype tolerance: a backward 3e-6 off in relative terms fails here)."""
+    q, k, v, g = _inputs(target, cfg)
+    variant = ("plain", "is_causal", "bool_mask", "scale")[int(torch.randint(4, (1,), generator=cfg.generator(6)))]
+    kw = {"enable_gqa": cfg.gqa}
+    if variant == "is_causal":
+        kw["is_causal"] = True
+    elif variant == "bool_mask":
+        mask = torch.rand(cfg.L, cfg.S, generator=cfg.generator(7)) < 0.7
+        mask[:, 0] = True  # every query sees a key
+        kw["attn_mask"] = mask.to(target.device)
+    elif variant == "scale":
+        kw["scale"] = 0.3
+    sdpa_grads(target, q, k, v, g, **kw)  # a target without a backward is unsupported, not failed
+    why = on_target(target, gradcheck, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), **GRADCHECK)
+    if why is not None:
+        raise AssertionError(f"gradcheck ({variant}; inputs 0, 1, 2 = q, k, v; {GRADCHECK}) failed: {why}")
+
+
+RUNS = 3
+
+
+def check_deterministic(target, cfg):
+    """The backward run three times on identical inputs: bitwise equal dq, dk, dv (NaN equal to NaN)
+    is ``backward_determinism: deterministic``, else ``nondeterministic``, named with the largest
+    spread between runs. A convention (FlashAttention's ``deterministic`` flag), failed only where
+    the target declares ``deterministic``; one declared nondeterministic may still agree bitwise."""
+    q, k, v, g = _inputs(target, cfg)
+    runs = [sdpa_grads(target, q, k, v, g) for _ in range(RUNS)]
+    spread, differs = 0.0, []
+    for i, name in enumerate(NAMES):
+        first = runs[0][i].double().cpu()
+        for n, other in enumerate(r[i].double().cpu() for r in runs[1:]):
+            same = (first == other) | (first.isnan() & other.isnan())
+            if not bool(same.all()):
+                differs.append(f"{name} of runs 1 and {n + 2}")
+                spread = max(spread, float((first - other).abs().nan_to_num(float("inf")).max()))
+    declared = target.conventions.get("backward_determinism")
+    if not differs:
+        if declared == "nondeterministic" or any("nondeterministic" in lb for lb in target.outcome.labels):
+            return  # allowed to differ, not obliged to; an earlier example's spread stays the label
+        record_label(target, check_convention("backward_determinism", "deterministic", target.conventions))
+        return
+    label = check_convention("backward_determinism", "nondeterministic", target.conventions,
+                             f" {RUNS} backward passes on identical inputs differ bitwise ({', '.join(differs)}), "
+                             f"by up to {spread:.3g}.")
+    record_label(target, f"{label} (max spread {spread:.3g})")
+
+
 @given(cfg=attn_configs())
 @covering(regimes.GRAD)
 def test_agreement(target, cfg):
@@ -207,3 +274,16 @@ def test_float_mask(target, cfg):
 @covering(regimes.GRAD_GQA)
 def test_gqa(target, cfg):
     run(target, check_gqa, cfg)
+
+
+@given(cfg=tiny_configs())
+def test_gradcheck(target, cfg):
+    if not target.supports(cfg):  # the only dtype this property draws
+        pytest.skip(f"{UNSUPPORTED} (declared: float64 inputs with E=4 are outside HARNESS_DTYPES / HARNESS_SIZES)")
+    run(target, check_gradcheck, cfg)
+
+
+@given(cfg=attn_configs())
+@covering(regimes.GRAD)
+def test_deterministic(target, cfg):
+    run(target, check_deterministic, cfg)

@@ -12,7 +12,7 @@ from planted_support import assert_caught, conformance, property_of, run_suite, 
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted" / "grad"
-GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py"]
+GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py", "test_window_grad.py"]
 CORRECT = PLANTED / "correct_custom_backward.py"
 
 #: (planted target, suite file, the one suite test that must fail for it)
@@ -30,6 +30,10 @@ BUGS = [
     ("rope_identity_backward.py", "test_position_grad.py", "test_rope_dx"),
     ("rope_forward_rotation.py", "test_position_grad.py", "test_rope_inverse"),
     ("embedding_overwrite.py", "test_position_grad.py", "test_embedding_sum"),
+    ("attn_dq_log2e_truncated.py", "test_attention_grad.py", "test_gradcheck"),
+    ("attn_dq_atomic_order.py", "test_attention_grad.py", "test_deterministic"),
+    ("window_dv_ignores_window.py", "test_window_grad.py", "test_agreement"),
+    ("window_backward_one_wider.py", "test_window_grad.py", "test_outside_window"),
 ]
 
 #: what the failure must say besides the property name
@@ -43,6 +47,10 @@ MESSAGES = {
     "rms_constant_rms.py": ["dx of RMSNorm"],
     "rope_forward_rotation.py": ["RoPE(dx)"],
     "embedding_overwrite.py": ["must be the sum of the upstream rows"],
+    "window_dv_ignores_window.py": ["dv (window="],
+    "attn_dq_atomic_order.py": ["convention mismatch", "backward_determinism: the code follows nondeterministic",
+                                "differ bitwise"],
+    "attn_dq_log2e_truncated.py": ["Jacobian mismatch for output 0 with respect to input 0", "worst: d output"],
 }
 
 
@@ -69,7 +77,8 @@ def test_planted_bug_is_caught(pytester, bug, suite, test):
 #: (suite, correct targets that must pass every property of it)
 CONTROLS = [("test_attention_grad.py", ["reference", "torch.nn.functional", CORRECT]),
             ("test_norm_grad.py", ["reference", "torch.nn", CORRECT]),
-            ("test_position_grad.py", ["reference", CORRECT])]
+            ("test_position_grad.py", ["reference", CORRECT]),
+            ("test_window_grad.py", ["reference", CORRECT])]
 
 
 @pytest.mark.parametrize("suite,impls", CONTROLS, ids=[c[0].removesuffix(".py") for c in CONTROLS])
@@ -121,3 +130,15 @@ def test_a_target_without_backward_is_unsupported(pytester, tmp_path, kind):
     result.assert_outcomes(skipped=2)
     for (prop, _), got in conformance(report).items():
         assert got.startswith(cell), (prop, got)
+
+
+def test_a_nondeterministic_backward_is_named(pytester, tmp_path):
+    """The random-order dQ of ``attn_dq_atomic_order.py``, declared nondeterministic (on the command
+    line, over its file's ``deterministic``), passes as ``convention:nondeterministic`` with its spread."""
+    report = tmp_path / "report"
+    bug = PLANTED / "attn_dq_atomic_order.py"
+    result = run_suite(pytester, ["test_attention_grad.py"], [bug], "test_deterministic",
+                       "--convention", "backward_determinism=nondeterministic", "--conformance-report", str(report))
+    result.assert_outcomes(passed=1)
+    cell = conformance(report)[("attention_grad.deterministic", str(bug))]
+    assert cell.startswith("convention:nondeterministic (max spread "), cell

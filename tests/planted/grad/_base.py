@@ -13,7 +13,8 @@ with a real-world mistake (the forward stays right) and exports the protocol nam
     scaled_dot_product_attention = Planted().scaled_dot_product_attention
 
 Unmodified (``correct_custom_backward.py``) they pass every gradient property: attention in
-float32 (causal top-left, bool/float masks, GQA, scale; FlashAttention's backward, P recomputed),
+float32 (causal top-left, bool/float masks, GQA, scale, the protocol's sliding window of w keys;
+FlashAttention's backward, P recomputed),
 LayerNorm/RMSNorm (float32 statistics), rotate-half RoPE and a position table.
 """
 from __future__ import annotations
@@ -105,6 +106,18 @@ class Attention:
         elif attn_mask is not None:
             bias = attn_mask
         return _SDPA.apply(self, query, key, value, visible, bias, scale, hq // hkv)
+
+    def window_visible(self, L, S, window, device):
+        """The protocol's window: row i (absolute position p = i + S - L) sees p - window < j <= p."""
+        p = torch.arange(L, device=device)[:, None] + (S - L)
+        j = torch.arange(S, device=device)[None, :]
+        return (j <= p) & (j > p - window)
+
+    def sliding_window_attention(self, query, key, value, window, scale=None):
+        """(B, H, L, E), (B, H, S, E), (B, H, S, Ev) -> (B, H, L, Ev): the SDPA Function, window-masked."""
+        scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+        visible = self.window_visible(query.shape[-2], key.shape[-2], window, query.device)
+        return _SDPA.apply(self, query, key, value, visible, None, scale, 1)
 
 
 def _lead(x, nd):

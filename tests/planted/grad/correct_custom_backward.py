@@ -1,5 +1,5 @@
 """A correct target whose every backward is hand-written (``torch.autograd.Function``): float32
-attention (causal, bool/float masks, GQA, scale; P recomputed in the backward as FlashAttention
+attention (causal, bool/float masks, GQA, scale, sliding window; P recomputed in the backward as FlashAttention
 does), LayerNorm, RMSNorm, rotate-half RoPE and a learned position table. It must pass every
 gradient property (tests/test_planted_grad.py); the planted bugs beside it each change one hook."""
 import pathlib
@@ -10,5 +10,7 @@ from _base import Attention, LayerNorm, LearnedPositionEmbedding, RMSNorm, Rope 
 
 HARNESS_UNSUPPORTED = {"dropout"}
 
-scaled_dot_product_attention = Attention().scaled_dot_product_attention
+_attention = Attention()
+scaled_dot_product_attention = _attention.scaled_dot_product_attention
+sliding_window_attention = _attention.sliding_window_attention
 apply_rotary_embedding = Rope().apply_rotary_embedding
