@@ -18,33 +18,41 @@ import pandas as pd
 _RANK = {"fail": 3, "error": 3, "skipped": 1, "pass": 0}
 
 
-def cell(row: dict) -> tuple[int, str]:
-    """One test result as (severity, text) for the table."""
+def cell(row: dict) -> tuple[int, str, str]:
+    """One test result as (severity, text, kind) for the table; the kind (``KINDS``) is read from
+    the row's fields, never parsed back out of the text."""
     if row["outcome"] == "failed":
         text = "fail" if row["when"] == "call" else "error"
-        return _RANK[text], text
+        return _RANK[text], text, text
     if row["outcome"] == "skipped":
         reason = row.get("reason") or "no reason"
         if reason.startswith("unsupported ("):  # the target's own declaration, or its NotImplementedError
-            return _RANK["skipped"], reason
-        return _RANK["skipped"], f"skipped ({reason})"
-    text = row.get("label") or "pass"
+            return _RANK["skipped"], reason, "unsupported"
+        return _RANK["skipped"], f"skipped ({reason})", "skipped"
+    label = row.get("label")
+    text = label or "pass"
     note = row.get("unsupported")  # configurations passed over: declared or NotImplementedError
-    return 0, f"{text}; {note}" if note else text
+    if note:
+        return 0, f"{text}; {note}", "partial"
+    return 0, text, "convention" if text.startswith("convention:") else "pass"
+
+
+#: the columns of the long table that are written (``kind`` is for the counts, not a report column)
+COLUMNS = ["property", "target", "result", "detail"]
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
-    """One line per (property, target): the worst outcome and its reason."""
-    best: dict[tuple[str, str], tuple[int, str, str]] = {}
+    """One line per (property, target): the worst outcome, its reason and its kind."""
+    best: dict[tuple[str, str], tuple[int, str, str, str]] = {}
     for row in rows:
         key = (row["property"], row["target"])
-        rank, text = cell(row)
+        rank, text, what = cell(row)
         if key not in best or rank > best[key][0]:
-            best[key] = (rank, text, row.get("reason") or row.get("unsupported_detail") or "")
+            best[key] = (rank, text, what, row.get("reason") or row.get("unsupported_detail") or "")
     data = [{"property": p, "target": t, "result": text,
-             "detail": reason if rank >= 3 or "configs unsupported" in text else ""}
-            for (p, t), (rank, text, reason) in best.items()]
-    return pd.DataFrame(data, columns=["property", "target", "result", "detail"])
+             "detail": reason if rank >= 3 or what == "partial" else "", "kind": what}
+            for (p, t), (rank, text, what, reason) in best.items()]
+    return pd.DataFrame(data, columns=COLUMNS + ["kind"])
 
 
 def conformance_table(rows: list[dict]) -> pd.DataFrame:
@@ -58,19 +66,11 @@ def conformance_table(rows: list[dict]) -> pd.DataFrame:
     return wide
 
 
-#: the kinds of result counted per target, in the order ``summary_lines`` prints them
+#: the kinds of result counted per target, in the order ``summary_lines`` prints them; partial: checked
+#: on the configurations the target supports, the others passed over
 KINDS = ("pass", "convention", "partial", "fail", "error", "unsupported", "skipped")
 #: kinds a summary line names only when a target has one
 RARE_KINDS = ("partial", "error")
-
-
-def kind(result: str) -> str:
-    """The kind of a table cell: pass, convention, partial (checked on the configurations the
-    target supports, others passed over), fail, error, unsupported or skipped."""
-    if "configs unsupported" in str(result) and not str(result).startswith("unsupported"):
-        return "partial"
-    head = str(result).split(" ", 1)[0].split(":", 1)[0]
-    return head if head in KINDS else "pass"
 
 
 def summary_lines(rows: list[dict]) -> list[str]:
@@ -78,17 +78,16 @@ def summary_lines(rows: list[dict]) -> list[str]:
     (partial and error only when there is one)."""
     df = long_table(rows)
     lines = []
-    for target, results in df.groupby("target", sort=False)["result"]:
-        counts = results.map(kind).value_counts()
+    for target, kinds in df.groupby("target", sort=False)["kind"]:
+        counts = kinds.value_counts()
         shown = [k for k in KINDS if k not in RARE_KINDS or counts.get(k, 0)]
         lines.append(f"{target}: " + ", ".join(f"{k} {int(counts.get(k, 0))}" for k in shown))
     return lines
 
 
-def all_skipped(wide: pd.DataFrame) -> pd.Series:
-    """Per row of the wide table: every target's cell is a plain skip (not unsupported)."""
-    return wide.apply(lambda row: all(kind(c) == "skipped" for c in row.dropna()) and row.notna().any(),
-                      axis=1).astype(bool)
+def all_skipped(long: pd.DataFrame) -> pd.Series:
+    """Per property: every target's result is a plain skip (not unsupported)."""
+    return long.groupby("property", sort=False)["kind"].agg(lambda k: bool((k == "skipped").all()))
 
 
 def abbreviate(text, width: int = 40) -> str:
@@ -108,7 +107,7 @@ def terminal_table(rows: list[dict], hide_skipped: bool | None = None,
     wide = conformance_table(rows)
     if wide.empty:
         return wide, 0
-    skipped = all_skipped(wide)
+    skipped = all_skipped(long_table(rows)).reindex(wide.index, fill_value=False)
     hide = bool(skipped.sum() * 2 > len(wide)) if hide_skipped is None else bool(hide_skipped)
     shown = wide[~skipped] if hide else wide
     return shown.map(lambda c: abbreviate(c, width)), int(skipped.sum()) if hide else 0
@@ -131,6 +130,7 @@ def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
     wide.to_csv(paths[0])
     header = "# Conformance\n\n" + "".join(target_line(t) for t in targets) + \
         "\n" + "".join(f"- {line}\n" for line in summary_lines(rows))
+    long = long[COLUMNS]
     paths[1].write_text(header + "\n" + wide.to_markdown() + "\n\n## Failures\n\n" +
                         (long[long.detail != ""].to_markdown(index=False) if (long.detail != "").any()
                          else "none") + "\n")
