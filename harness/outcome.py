@@ -24,7 +24,8 @@ class Outcome:
 
     def unsupported_summary(self) -> str | None:
         """What this test passed over, for the table: the most frequent reason and its first
-        configuration, e.g. ``declared: ... (first: AttnConfig(...))``; None when nothing was."""
+        configuration, e.g. ``undeclared: ... (e.g. config AttnConfig(...))`` (a declared reason alone);
+        None when nothing was."""
         if not self.unsupported:
             return None
         reasons = [r for r, _ in self.unsupported]

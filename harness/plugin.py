@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
-from harness.outcome import Outcome
 from harness.conventions import parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
+from harness.outcome import Outcome
 
 _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,

@@ -110,6 +110,7 @@ class ConfigUnsupported(UnsatisfiedAssumption):
 #: reported unsupported as a whole (a count, never a clock: the same verdict on a busy machine)
 GIVE_UP_AFTER = 30
 
+
 def _reject(target: Target, reason: str, cfg: Config) -> None:
     """Pass over this configuration as unsupported (``reason`` starts with ``declared:`` or
     ``undeclared:``), or the whole property once ``GIVE_UP_AFTER`` were and none was checked.

@@ -12,17 +12,22 @@ from typing import Any, Callable
 import torch
 
 
+def _with_leaves(args: tuple, wrt: tuple[int, ...]) -> tuple[list, list[torch.Tensor]]:
+    """``args`` as a list with ``args[i]`` (``i`` in ``wrt``) replaced by fresh leaves that require
+    grad, and those leaves in ``wrt`` order."""
+    args = list(args)
+    for i in wrt:
+        args[i] = args[i].detach().clone().requires_grad_(True)
+    return args, [args[i] for i in wrt]
+
+
 def vjp(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out=None):
     """``fn(*args, **kwargs)`` with ``args[i]`` (``i`` in ``wrt``) as fresh leaves that require
     grad, then backward with ``grad_out`` (None: a scalar output's 1).
 
     Returns ``(output detached, whether the output required grad, [grad of each wrt arg or
     None])``; an output that does not require grad returns no gradients."""
-    args = list(args)
-    leaves = []
-    for i in wrt:
-        args[i] = args[i].detach().clone().requires_grad_(True)
-        leaves.append(args[i])
+    args, leaves = _with_leaves(args, wrt)
     with torch.enable_grad():
         out = fn(*args, **kwargs)
         if not isinstance(out, torch.Tensor) or not out.requires_grad:
@@ -41,11 +46,7 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
     backward did not reach is None. ``why`` is None, or why the target has no backward: its
     output has no grad_fn, or the backward raised NotImplementedError (or torch's "not
     implemented" RuntimeError). Any other exception in the backward is the target's error."""
-    args = list(args)
-    leaves = []
-    for i in wrt:
-        args[i] = args[i].detach().clone().requires_grad_(True)
-        leaves.append(args[i])
+    args, leaves = _with_leaves(args, wrt)
     tensors = []
     for name in params:
         p = getattr(module, name, None)
