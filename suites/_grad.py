@@ -43,6 +43,13 @@ def upstream(shape, dtype: torch.dtype, gen: torch.Generator, device="cpu") -> t
     return torch.randn(shape, generator=gen).to(dtype).to(device)
 
 
+def qkv_and_upstream(target, cfg, salt: int = 9):
+    """An attention config's query, key, value (``cfg.qkv``) on the target's device, and a random
+    upstream gradient dO of the output's shape."""
+    q, k, v = cfg.qkv(target.device)
+    return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
+
+
 def autograd_of(fn: Callable, tensors: Sequence[torch.Tensor], g: torch.Tensor) -> list[torch.Tensor]:
     """Gradients of ``fn(*tensors)`` (harness math, on the CPU) for the upstream ``g`` (cast to
     the output's dtype); a tensor the output does not depend on gets zeros."""

@@ -27,7 +27,7 @@ from harness.runner import UNSUPPORTED, on_target, record_label, require_feature
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
-from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, target_grads, upstream,
+from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, qkv_and_upstream, target_grads,
                           worst_each)
 from suites.test_attention_masks import _random_mask
 
@@ -59,20 +59,15 @@ def agree(grads, q, k, v, g, what: str, **kw) -> None:
     assert_grads(NAMES, grads, truth, naive, q.dtype, what)
 
 
-def _inputs(target, cfg, salt=9):
-    q, k, v = cfg.qkv(target.device)
-    return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
-
-
 def check_agreement(target, cfg):
     """dq, dk, dv with the default scale 1/sqrt(E) equal float64 autograd of the reference."""
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     agree(sdpa_grads(target, q, k, v, g), q, k, v, g, "(default scale)")
 
 
 def check_scale(target, cfg):
     """An explicit scale (away from 1) enters dq and dk exactly as the forward uses it."""
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     gen = cfg.generator(salt=2)
     s = float(torch.empty(()).uniform_(0.05, 0.5, generator=gen)) * (6 if torch.rand((), generator=gen) < 0.5 else 1)
     agree(sdpa_grads(target, q, k, v, g, scale=s), q, k, v, g, f"with scale={s:.4g}", scale=s)
@@ -82,7 +77,7 @@ def check_value_shift(target, cfg):
     """Adding one vector c to every value row shifts each output row by c (softmax rows sum to 1),
     so dq and dk do not change: the backward's row-sum term rowsum(P * dP) cancels c exactly.
     Compared with float64 autograd at V + c (the same truth as at V, up to V's rounding)."""
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     c = (torch.rand(cfg.Ev, generator=cfg.generator(salt=3)) * 8 - 4).to(v.dtype).to(v.device)
     v2 = v + c
     agree(sdpa_grads(target, q, k, v2, g), q, k, v2, g,
@@ -100,7 +95,7 @@ def check_causal(target, cfg):
     if not vis.any(-1).all():
         raise AssertionError("the forward's causal mask leaves a query with no key for L <= S "
                              "(see attention.causal)")
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     gen = cfg.generator(salt=3)
     first = int(vis[0].nonzero().max())  # the last key query 0 sees
     cut = int(torch.randint(first, cfg.S, (1,), generator=gen))
@@ -131,7 +126,7 @@ def check_bool_mask(target, cfg):
     mask, variant, protected = _random_mask(cfg, gen, target.device)
     dropped = _drop_keys(cfg, gen, protected)
     mask = mask & ~dropped.to(target.device)
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     k2, v2 = poison(q, k, v, dropped.to(q.device), gen)
     dq, dk, dv = sdpa_grads(target, q, k2, v2, g, attn_mask=mask)
     what = f"masked keys {dropped.nonzero().flatten().tolist()} (at +-1e4, a {variant} mask)"
@@ -146,7 +141,7 @@ def check_float_mask(target, cfg):
     visible, variant, _ = _random_mask(cfg, gen, "cpu")
     bias = torch.randn(visible.shape, generator=gen, dtype=torch.float64) * 2.0
     bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     agree(sdpa_grads(target, q, k, v, g, attn_mask=bias), q, k, v, g,
           f"with a {variant} float mask {tuple(bias.shape)}", attn_mask=bias)
 
@@ -154,7 +149,7 @@ def check_float_mask(target, cfg):
 def check_gqa(target, cfg):
     """GQA: the dk/dv of KV head j is the sum over its query group (heads j*G .. j*G+G-1) of the
     dk/dv that the same call with K/V repeat_interleave'd to Hq heads gives; and they match autograd."""
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     dq, dk, dv = sdpa_grads(target, q, k, v, g, enable_gqa=True)
     k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
     _, dk_rep, dv_rep = sdpa_grads(target, q, k_rep, v_rep, g, enable_gqa=False)
@@ -191,7 +186,7 @@ def check_gradcheck(target, cfg):
     scale=0.3, drawn per example): the Jacobian of dq, dk, dv that the backward gives equals central
     differences of the target's forward, elementwise within 1e-8 + 1e-6 x |numerical| (far tighter
     than the same-dtype tolerance: a backward 3e-6 off in relative terms fails here)."""
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     variant = ("plain", "is_causal", "bool_mask", "scale")[int(torch.randint(4, (1,), generator=cfg.generator(6)))]
     kw = {"enable_gqa": cfg.gqa}
     if variant == "is_causal":
@@ -216,7 +211,7 @@ def check_deterministic(target, cfg):
     is ``backward_determinism: deterministic``, else ``nondeterministic``, named with the largest
     spread between runs. A convention (FlashAttention's ``deterministic`` flag), failed only where
     the target declares ``deterministic``; one declared nondeterministic may still agree bitwise."""
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     runs = [sdpa_grads(target, q, k, v, g) for _ in range(RUNS)]
     spread, differs = 0.0, []
     for i, name in enumerate(NAMES):

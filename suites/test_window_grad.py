@@ -24,7 +24,7 @@ from harness.configs import window_configs
 from harness.regimes import covering
 from harness.runner import run
 from suites._attention import poison
-from suites._grad import assert_zero, target_grads, upstream
+from suites._grad import assert_zero, qkv_and_upstream, target_grads
 from suites.test_attention_grad import agree
 from suites.test_sliding_window import SWA, measure_extent
 
@@ -48,16 +48,11 @@ def measured_window(target, cfg) -> tuple[str, torch.Tensor]:
     return extent, vis.reshape(-1, cfg.L, cfg.S)[0].cpu()
 
 
-def _inputs(target, cfg, salt=9):
-    q, k, v = cfg.qkv(target.device)
-    return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
-
-
 def check_agreement(target, cfg):
     """dq, dk, dv with the default scale equal float64 autograd of attention under the forward's
     measured window mask (the reference's ``sliding_window_math`` with that extent)."""
     extent, vis = measured_window(target, cfg)
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     agree(window_grads(target, q, k, v, cfg.window, g), q, k, v, g,
           f"(window={cfg.window}, extent {extent})", attn_mask=vis.to(q.device))
 
@@ -70,7 +65,7 @@ def check_outside_window(target, cfg):
     if cfg.S > 1 and cfg.window >= cfg.S:
         cfg = replace(cfg, window=cfg.S - 1)
     extent, vis = measured_window(target, cfg)
-    q, k, v, g = _inputs(target, cfg)
+    q, k, v, g = qkv_and_upstream(target, cfg)
     starts = vis.float().argmax(-1)  # the first key each query sees (L,)
     rows = (starts >= 1).nonzero().flatten()
     scale = 0.5
