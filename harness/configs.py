@@ -1,8 +1,13 @@
-"""Configurations the suites draw with Hypothesis, and the tensors built from them.
+"""The configuration contract: what a suite draws, what crosses to the worker, what a repro replays.
 
 The suites draw *configurations*, not tensors: shapes, dtype and a seed. The
 tensors are rebuilt from the seed, so a shrunk counterexample is a handful of
 integers that ``python -m harness repro`` can replay exactly.
+
+This module holds the base (``Config``: JSON round trip, seeded generator; ``@register``) and
+the strategies every family shares. Each family's configurations sit beside its suites, in
+``suites/<family>/configs.py`` (``FAMILY_CONFIGS``); ``load_families()`` imports them so that
+``Config.from_json`` knows every type (the worker and ``repro`` call it).
 """
 from __future__ import annotations
 
@@ -17,6 +22,10 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64,
           "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 _REGISTRY: dict[str, type] = {}
+
+#: the modules that define the families' configuration types, one per suite family
+FAMILY_CONFIGS = ("suites.attention.configs", "suites.positions.configs", "suites.norms.configs",
+                  "suites.bert.configs")
 
 
 def register(cls):
@@ -35,7 +44,10 @@ class Config:
     @staticmethod
     def from_json(text: str) -> "Config":
         data = json.loads(text)
-        cls = _REGISTRY[data.pop("type")]
+        name = data.pop("type")
+        if name not in _REGISTRY:
+            load_families()
+        cls = _REGISTRY[name]
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - fields
         if unknown:
@@ -50,104 +62,19 @@ class Config:
         return DTYPES[getattr(self, "dtype")]
 
 
-@register
-@dataclass(frozen=True)
-class AttnConfig(Config):
-    """query (*batch, hq, L, E); key (*batch, hkv, S, E); value (*batch, hkv, S, Ev)."""
-
-    batch: tuple[int, ...]
-    hq: int
-    hkv: int
-    L: int
-    S: int
-    E: int
-    Ev: int
-    dtype: str
-    seed: int
-
-    @property
-    def group(self) -> int:
-        return self.hq // self.hkv
-
-    @property
-    def gqa(self) -> bool:
-        return self.hq != self.hkv
-
-    def qkv(self, device="cpu", std: float = 1.0):
-        """Random query, key, value in the configured dtype (drawn in float32 from the seed)."""
-        g = self.generator()
-        shape = lambda h, n, e: (*self.batch, h, n, e)  # noqa: E731
-        q = torch.randn(shape(self.hq, self.L, self.E), generator=g) * std
-        k = torch.randn(shape(self.hkv, self.S, self.E), generator=g) * std
-        v = torch.randn(shape(self.hkv, self.S, self.Ev), generator=g)
-        return tuple(t.to(self.torch_dtype).to(device) for t in (q, k, v))
-
-    def out_shape(self) -> tuple[int, ...]:
-        return (*self.batch, self.hq, self.L, self.Ev)
-
-
-@register
-@dataclass(frozen=True)
-class WindowConfig(AttnConfig):
-    """An attention config with a window; L <= S (queries aligned to the end)."""
-
-    window: int = 1
-
-
-@register
-@dataclass(frozen=True)
-class DropoutConfig(AttnConfig):
-    """An attention config with ``dropout_p`` > 0 (the dropout suite's probe: L, S >= 16)."""
-
-    dropout_p: float = 0.5
-
-
-#: sizes worth drawing: 1, odd sizes, and sizes around 8/16 tile boundaries
-_SEQ = st.one_of(st.integers(1, 24), st.sampled_from([31, 33, 40]))
-_HEAD_DIM = st.one_of(st.integers(1, 12), st.sampled_from([16, 17, 31, 64]))
 _DTYPE = st.sampled_from(["float32", "float64", "float16", "bfloat16"])
 _SEED = st.integers(0, 2**32 - 1)
-_BATCH = st.one_of(st.tuples(st.integers(1, 3)), st.tuples(st.integers(1, 2), st.integers(1, 2)))
-
-
-@st.composite
-def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=_DTYPE,
-                 distinct_lengths: bool = False, gqa: bool = False) -> AttnConfig:
-    """Small-regime attention configs (``harness.regimes`` adds the tile-boundary one). Hq = Hkv
-    unless ``gqa`` or ``min_group`` > 1: a property that is not about GQA does not draw it, so a
-    GQA bug fails the property that names it, not every property."""
-    hkv = draw(st.integers(1, max_kv_heads))
-    group = draw(st.integers(min_group, max(min_group, 3))) if (gqa or min_group > 1) else 1
-    L = draw(_SEQ)
-    S = draw(_SEQ.filter(lambda s: s != L) if distinct_lengths else _SEQ)
-    E = draw(_HEAD_DIM)
-    Ev = draw(st.one_of(st.just(E), _HEAD_DIM))
-    return AttnConfig(batch=draw(_BATCH), hq=hkv * group, hkv=hkv, L=L, S=S, E=E, Ev=Ev,
-                      dtype=draw(dtypes), seed=draw(_SEED))
-
-
-@st.composite
-def window_configs(draw, dtypes=_DTYPE) -> WindowConfig:
-    S = draw(_SEQ)
-    L = draw(st.integers(1, S))
-    E = draw(_HEAD_DIM)
-    window = draw(st.one_of(st.just(1), st.integers(1, S + 2)))
-    h = draw(st.integers(1, 3))
-    return WindowConfig(batch=draw(_BATCH), hq=h, hkv=h, L=L, S=S, E=E, Ev=draw(st.one_of(st.just(E), _HEAD_DIM)),
-                        dtype=draw(dtypes), seed=draw(_SEED), window=window)
-
-
-@st.composite
-def dropout_configs(draw, dtypes=_DTYPE) -> DropoutConfig:
-    """Batch 2, 2-3 heads, L and S in 16..48 (>= 256 weights per head and batch item, the bound
-    in suites/test_attention_dropout.py), p in [0.2, 0.7]."""
-    h = draw(st.integers(2, 3))
-    return DropoutConfig(batch=(2,), hq=h, hkv=h, L=draw(st.integers(16, 48)), S=draw(st.integers(16, 48)),
-                         E=draw(st.integers(1, 16)), Ev=1, dtype=draw(dtypes), seed=draw(_SEED),
-                         dropout_p=draw(st.sampled_from([0.5, 0.2, 0.3, 0.7])))
 
 
 def autocast_dtypes():
     """The half dtypes a target is called under ``torch.autocast`` with: bfloat16 on the CPU
     (what CPU training uses), float16 and bfloat16 when CUDA is present."""
     return st.sampled_from(["bfloat16", "float16"] if torch.cuda.is_available() else ["bfloat16"])
+
+
+def load_families() -> None:
+    """Import every family's configuration module, so each ``@register``ed type is known."""
+    import importlib
+
+    for name in FAMILY_CONFIGS:
+        importlib.import_module(name)

@@ -134,7 +134,6 @@ def config_fields() -> set[str]:
     import dataclasses
 
     import harness.configs as configs
-    import harness.configs_bert  # noqa: F401  (each registers its configurations)
-    import harness.configs_norms  # noqa: F401
-    import harness.configs_positions  # noqa: F401
+
+    configs.load_families()  # each registers its configurations
     return {f.name for cls in configs._REGISTRY.values() for f in dataclasses.fields(cls)}

@@ -28,15 +28,14 @@ from typing import Any
 
 import torch
 
-from harness import guard, options, wire
+from harness import configs, guard, options, wire
 from harness.handles import Remote, _renamed, is_module, is_remote, named  # noqa: F401  (re-exported)
 
 #: the import of a target may take longer than a call (``--import-timeout``)
 DEFAULT_IMPORT_TIMEOUT = options.IMPORT_TIMEOUT_S
 #: characters of a target's output forwarded per test (each call's is capped first)
 OUTPUT_BUDGET = 16 * 1024
-_PRELOAD = ["torch", "harness.worker", "harness.loader", "harness.configs_bert",
-            "harness.configs_norms", "harness.configs_positions"]
+_PRELOAD = ["torch", "harness.worker", "harness.loader", *configs.FAMILY_CONFIGS]
 _LIVE: set["Worker"] = set()
 _context = None
 

@@ -10,8 +10,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "suites"
 
 
+def suite_file(suite) -> Path:
+    """A suite by its file name (``"test_rope.py"``), in whichever family folder it sits
+    (``suites/positions/``), or a path given as it is."""
+    path = Path(suite)
+    if path.is_absolute() or len(path.parts) > 1:
+        return path
+    found = sorted(SUITES.rglob(path.name))
+    if len(found) != 1:
+        raise LookupError(f"{len(found)} suite files named {path.name} under {SUITES}")
+    return found[0]
+
+
 def suite_source(suite) -> str:
-    return (SUITES / suite).read_text()
+    return suite_file(suite).read_text()
 
 
 def suite_tests(suite) -> list[str]:
@@ -27,7 +39,7 @@ def property_of(suite, test: str) -> str:
 
 def run_suite(pytester, suite_files, impls, k=None, *extra):
     """Run suite files (names under suites/ or paths) in-process under the ci profile."""
-    args = [str(SUITES / f) for f in suite_files]
+    args = [str(suite_file(f)) for f in suite_files]
     for impl in impls:
         args += ["--impl", str(impl)]
     if k:

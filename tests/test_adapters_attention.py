@@ -8,11 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from planted_support import suite_file
 
 pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = [ROOT / "suites" / f for f in ("test_attention.py", "test_attention_masks.py", "test_attention_dropout.py")]
+SUITES = [suite_file(f) for f in ("test_attention.py", "test_attention_masks.py", "test_attention_dropout.py")]
 ADAPTERS = ["harness.adapters.hf_attention", "harness.adapters.hf_bert_attention"]
 
 

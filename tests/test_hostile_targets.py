@@ -12,13 +12,13 @@ import re
 from pathlib import Path
 
 import pytest
+from planted_support import suite_file
 from hypothesis import Phase, settings
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "suites"
 HOSTILE = ROOT / "tests" / "planted" / "hostile"
-ATTENTION_SUITES = [SUITES / f for f in ("test_attention.py", "test_attention_masks.py", "test_sliding_window.py")]
+ATTENTION_SUITES = [suite_file(f) for f in ("test_attention.py", "test_attention_masks.py", "test_sliding_window.py")]
 #: three properties from two suite files
 THREE = "test_agreement or test_scale or test_causal"
 

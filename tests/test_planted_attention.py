@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from planted_support import assert_caught, assert_declared_passes, conformance, run_suite
+from planted_support import assert_caught, assert_declared_passes, conformance, run_suite, suite_file
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "suites"
 PLANTED = ROOT / "tests" / "planted" / "attention"
 ATTENTION_SUITES = ["test_attention.py", "test_attention_masks.py", "test_attention_dropout.py",
                     "test_sliding_window.py"]
@@ -118,12 +117,12 @@ DECLARED = [
 
 
 def _suite_source(name: str) -> str:
-    return (SUITES / name).read_text()
+    return suite_file(name).read_text()
 
 
 def suite_of(test: str) -> Path:
     """The attention suite file that defines ``test``."""
-    hits = [SUITES / f for f in ATTENTION_SUITES if re.search(rf"^def {test}\(", _suite_source(f), re.M)]
+    hits = [suite_file(f) for f in ATTENTION_SUITES if re.search(rf"^def {test}\(", _suite_source(f), re.M)]
     assert len(hits) == 1, f"{test} is defined in {hits}, expected exactly one attention suite"
     return hits[0]
 
@@ -164,7 +163,7 @@ def test_declared_convention_passes(pytester, tmp_path, planted, suite, tests, l
 
 def test_convention_on_the_command_line_passes(pytester):
     """The undeclared w+1 window passes once ``--convention window_extent=w+1`` is given."""
-    result = run_suite(pytester, [SUITES / "test_sliding_window.py"], [PLANTED / "window_w_plus_one.py"],
+    result = run_suite(pytester, [suite_file("test_sliding_window.py")], [PLANTED / "window_w_plus_one.py"],
                        "test_window_extent", "--convention", "window_extent=w+1")
     result.assert_outcomes(passed=1)
 
@@ -174,7 +173,7 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
     sliding-window property; torch lacks sliding_window_attention and skips it by name."""
     report = tmp_path / "report"
     impls = ["reference", "torch.nn.functional", PLANTED / "_base.py"]
-    result = run_suite(pytester, [SUITES / f for f in ATTENTION_SUITES], impls, None,
+    result = run_suite(pytester, [suite_file(f) for f in ATTENTION_SUITES], impls, None,
                        "--conformance-report", str(report), "-rs")
     n = {f: len(re.findall(r"^def test_\w+\(", _suite_source(f), re.M)) for f in ATTENTION_SUITES}
     n_swa = n["test_sliding_window.py"]
@@ -197,7 +196,7 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
 def test_failure_detail_in_the_report(pytester, tmp_path):
     """The conformance report's failure detail says what went wrong, not just 'fail'."""
     report = tmp_path / "report"
-    run_suite(pytester, [SUITES / "test_attention_masks.py"], [PLANTED / "finite_mask_constant.py"],
+    run_suite(pytester, [suite_file("test_attention_masks.py")], [PLANTED / "finite_mask_constant.py"],
               "test_bool_mask", "--conformance-report", str(report))
     rows = json.loads((report / "conformance.json").read_text())["results"]
     (row,) = [r for r in rows if r["property"] == "attention.bool_mask"]

@@ -16,7 +16,6 @@ import pytest
 from planted_support import assert_caught, assert_declared_passes, conformance, property_of, run_suite, suite_tests
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "suites"
 PLANTED = ROOT / "tests" / "planted" / "bert"
 MLM, KD, SPAN, MODELS = "test_mlm.py", "test_distillation.py", "test_span_corruption.py", "test_models.py"
 BERT_SUITES = [MLM, KD, SPAN, MODELS]

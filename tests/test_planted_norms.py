@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from planted_support import assert_caught, assert_declared_passes, conformance, property_of, run_suite, suite_tests
+from planted_support import assert_caught, assert_declared_passes, conformance, property_of, run_suite, suite_file, suite_tests
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "suites"
 PLANTED = ROOT / "tests" / "planted" / "norms"
 NORM_SUITES = ["test_layernorm.py", "test_rmsnorm.py", "test_norm_placement.py"]
 
@@ -118,7 +117,7 @@ def test_declared_convention_passes(pytester, tmp_path, planted, suite, tests, l
 
 def test_convention_on_the_command_line_passes(pytester):
     """The undeclared fixed eps passes once ``--convention rmsnorm_eps=fixed`` is given."""
-    result = run_suite(pytester, [SUITES / "test_rmsnorm.py"], [PLANTED / "rms_fixed_eps_undeclared.py"],
+    result = run_suite(pytester, [suite_file("test_rmsnorm.py")], [PLANTED / "rms_fixed_eps_undeclared.py"],
                        "test_eps", "--convention", "rmsnorm_eps=fixed")
     result.assert_outcomes(passed=1)
 
@@ -129,7 +128,7 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
     pytest.importorskip("transformers")
     report = tmp_path / "report"
     impls = ["reference", "torch.nn", PLANTED / "_base.py", *HF_ADAPTERS]
-    result = run_suite(pytester, [SUITES / f for f in NORM_SUITES], impls, None,
+    result = run_suite(pytester, [suite_file(f) for f in NORM_SUITES], impls, None,
                        "--conformance-report", str(report))
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from planted_support import assert_caught, conformance, property_of, run_suite
+from planted_support import assert_caught, conformance, property_of, run_suite, suite_file
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "suites"
 PLANTED = ROOT / "tests" / "planted" / "positions"
 POSITION_SUITES = ["test_rope.py", "test_sinusoidal.py", "test_learned_positions.py", "test_alibi.py",
                    "test_t5_bucket.py"]
@@ -80,7 +79,7 @@ MESSAGES = {
 
 
 def _suite_source(name: str) -> str:
-    return (SUITES / name).read_text()
+    return suite_file(name).read_text()
 
 
 def n_tests(suites) -> int:

@@ -50,7 +50,7 @@ def test_a_harness_session_gets_its_profile_and_one_thread(pytester, monkeypatch
 
 
 @pytest.mark.parametrize("cwd, args, expected", [
-    ("root", ["suites"], True), ("root", ["suites/test_attention.py::test_scale"], True),
+    ("root", ["suites"], True), ("root", ["suites/attention/test_attention.py::test_scale"], True),
     ("root", ["tests"], True), ("root", [], False), ("root", ["."], True),
     ("elsewhere", ["tests"], False), ("elsewhere", ["mypkg/tests"], False),
     ("elsewhere", ["suites"], True),  # `pytest --pyargs suites`

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from harness import regimes
+from planted_support import suite_file
 
-SUITES = Path(__file__).resolve().parents[1] / "suites"
 
 
 def _past(values, boundary):
@@ -61,7 +61,7 @@ def test_every_attention_family_property_runs_the_tile_regime():
               "test_rmsnorm.py": {"test_no_mean_subtraction", "test_large_values", "test_normalized_dims"}}
     for suite in ("test_attention.py", "test_attention_masks.py", "test_sliding_window.py", "test_rope.py",
                   "test_layernorm.py", "test_rmsnorm.py"):
-        text = (SUITES / suite).read_text()
+        text = suite_file(suite).read_text()
         for m in re.finditer(r"((?:@[^\n]+\n)+)def (test_\w+)\(", text):
             decorators, name = m.group(1), m.group(2)
             if name in exempt.get(suite, set()):

@@ -1,6 +1,6 @@
 """``repro``: replay one property on one configuration, outside Hypothesis.
 
-    python -m harness repro suites/test_attention.py::check_causal --impl my_attn.py --config '{...}'
+    python -m harness repro suites/attention/test_attention.py::check_causal --impl my_attn.py --config '{...}'
 
 This is the one-line repro every failure message prints.
 """
@@ -34,8 +34,13 @@ def load_check(ref: str):
     path, _, name = ref.partition("::")
     if not name:
         raise SystemExit(f"expected path/to/suite.py::check_name, got {ref!r}")
-    file = Path(path).resolve()
     root = Path(__file__).resolve().parents[2]
+    file = Path(path)
+    if not file.exists() and (root / path).exists():  # a repro line pasted in another folder
+        file = root / path
+    if not file.exists():
+        raise SystemExit(f"no suite file {path!r}: looked in {Path.cwd()} and in the harness's {root}")
+    file = file.resolve()
     try:  # the project's own suites import as a package (they import each other)
         module_name = ".".join(file.relative_to(root).with_suffix("").parts)
         if str(root) not in sys.path:

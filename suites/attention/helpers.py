@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from harness import tolerance
-from harness.configs import AttnConfig
+from suites.attention.configs import AttnConfig
 from harness.guard import expect_tensor
 from harness.runner import impl, require_features
 from reference.attention import attention_math

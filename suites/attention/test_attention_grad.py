@@ -20,16 +20,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import regimes
-from harness.configs import AttnConfig, attn_configs
+from suites.attention.configs import AttnConfig, attn_configs
 from harness.conventions import check_convention
 from harness.regimes import covering
 from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
-from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
+from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
 from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, qkv_and_upstream, target_grads,
                           worst_each)
-from suites.test_attention_masks import _random_mask
+from suites.attention.test_attention_masks import _random_mask
 
 FAMILY = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]

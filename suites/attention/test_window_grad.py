@@ -3,7 +3,7 @@
     query (B, H, L, E), key (B, H, S, E), value (B, H, S, Ev), L <= S  ->  O (B, H, L, Ev)
 
 The window is the forward's, measured by the sliding-window suite's one-hot probe
-(``suites.test_sliding_window.measure_extent``: ``w`` or ``w+1`` keys, queries aligned to the
+(``suites.attention.test_sliding_window.measure_extent``: ``w`` or ``w+1`` keys, queries aligned to the
 end of the keys); the backward must follow it. Each property runs the target's forward and
 backward in its worker with a random upstream gradient dO and compares dq (B, H, L, E),
 dk (B, H, S, E) and dv (B, H, S, Ev) with float64 autograd of the reference math under the
@@ -20,13 +20,13 @@ import torch
 from hypothesis import given
 
 from harness import regimes
-from harness.configs import window_configs
+from suites.attention.configs import window_configs
 from harness.regimes import covering
 from harness.runner import run
-from suites._attention import poison
+from suites.attention.helpers import poison
 from suites._grad import assert_zero, qkv_and_upstream, target_grads
-from suites.test_attention_grad import agree
-from suites.test_sliding_window import SWA, measure_extent
+from suites.attention.test_attention_grad import agree
+from suites.attention.test_sliding_window import SWA, measure_extent
 
 FAMILY = "window_grad"
 pytestmark = [pytest.mark.needs(SWA), pytest.mark.uses("backward")]

@@ -16,13 +16,13 @@ import torch
 from hypothesis import given
 
 from harness import regimes, tolerance
-from harness.configs_positions import learned_configs, rope_configs
+from suites.positions.configs import learned_configs, rope_configs
 from harness.regimes import covering
 from harness.runner import run
 from reference.rope import pair_indices, rope_math
 from suites._grad import assert_grads, assert_zero, autograd_of, target_grads, upstream
-from suites._positions import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
-from suites.test_learned_positions import LPE, build
+from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
+from suites.positions.test_learned_positions import LPE, build
 
 FAMILY = "position_grad"
 pytestmark = pytest.mark.uses("backward")

@@ -14,10 +14,10 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from harness.configs_positions import ALIBI_HEADS, alibi_configs
+from suites.positions.configs import ALIBI_HEADS, alibi_configs
 from harness.runner import impl, run, unverified, verified
 from reference.alibi import alibi_distance, alibi_math, get_slopes
-from suites._positions import expect_floating
+from suites.positions.helpers import expect_floating
 
 FAMILY = "alibi"
 SLOPES, BIAS = "alibi_slopes", "alibi_bias"

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from harness import guard, tolerance
-from harness.configs_norms import NormConfig
+from suites.norms.configs import NormConfig
 from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
 from harness.runner import impl, on_target, require_features

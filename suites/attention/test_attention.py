@@ -15,11 +15,12 @@ import torch
 from hypothesis import given
 
 from harness import regimes, tolerance
-from harness.configs import attn_configs, autocast_dtypes
+from harness.configs import autocast_dtypes
+from suites.attention.configs import attn_configs
 from harness.regimes import covering
 from harness.runner import call_under_autocast, run
-from suites._attention import SDPA, agree, allowance, call_sdpa, naive, same, truth
-from suites._positions import expect_floating
+from suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, truth
+from suites.positions.helpers import expect_floating
 
 FAMILY = "attention"
 pytestmark = pytest.mark.needs(SDPA)

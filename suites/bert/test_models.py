@@ -18,7 +18,7 @@ import torch
 from hypothesis import example, given, settings
 
 from harness import guard, tolerance
-from harness.configs_bert import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
+from suites.bert.configs import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
                                   hoeffding_radius, inputs_configs, model_configs, nsp_configs)
 from harness.guard import ImplementationError
 from harness.isolation import is_module

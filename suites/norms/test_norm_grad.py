@@ -5,7 +5,7 @@
     RMSNorm:   dx = rstd * (gw - x * rstd^2 * mean(gw * x))
     dweight = sum over tokens of g * xhat (RMSNorm: g * x * rstd),  dbias = sum over tokens of g
 
-The target's module is built like torch.nn (``suites._norms.build``), random weight and bias are
+The target's module is built like torch.nn (``suites.norms.helpers.build``), random weight and bias are
 written into it, and its forward and backward run in its worker with a random upstream gradient
 g; every gradient is compared with float64 autograd of ``reference.layernorm`` /
 ``reference.rmsnorm`` under the policy (``K_GRAD`` x autograd of the same math in the input
@@ -20,14 +20,14 @@ import torch
 from hypothesis import given
 
 from harness import regimes, tolerance
-from harness.configs_norms import norm_configs
+from suites.norms.configs import norm_configs
 from harness.regimes import covering
 from harness.runner import run
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
 from suites._grad import assert_grads, autograd_of, target_grads, upstream
-from suites._norms import LN, RMS, build, naive_dtype
-from suites.test_rmsnorm import _rms
+from suites.norms.helpers import LN, RMS, build, naive_dtype
+from suites.norms.test_rmsnorm import _rms
 
 FAMILY = "norm_grad"
 pytestmark = pytest.mark.uses("backward")

@@ -25,7 +25,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.configs_bert import DELTA, NO_SHRINK, MLMConfig, hoeffding_radius, mlm_configs
+from suites.bert.configs import DELTA, NO_SHRINK, MLMConfig, hoeffding_radius, mlm_configs
 from harness.conventions import check_convention
 from harness.guard import ImplementationError
 from harness.target_ops import manual_seed

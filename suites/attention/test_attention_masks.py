@@ -14,12 +14,12 @@ import torch
 from hypothesis import given
 
 from harness import regimes
-from harness.configs import attn_configs
+from suites.attention.configs import attn_configs
 from harness.regimes import covering
 from harness.conventions import check_convention
 from harness.runner import record_label, run
 from reference.masks import causal_mask
-from suites._attention import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
+from suites.attention.helpers import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
 
 FAMILY = "attention"
 pytestmark = pytest.mark.needs(SDPA)

@@ -15,14 +15,14 @@ from hypothesis import given
 
 from harness import tolerance
 from harness import regimes
-from harness.configs import window_configs
+from suites.attention.configs import window_configs
 from harness.regimes import covering
 from harness.conventions import KNOWN, check_convention
 from harness.guard import expect_tensor
 from harness.runner import impl, record_label, run
 from reference.masks import window_mask
 from reference.sliding_window import sliding_window_math
-from suites._attention import poison, probe_inputs, seen_keys, show_mask
+from suites.attention.helpers import poison, probe_inputs, seen_keys, show_mask
 
 FAMILY = "sliding_window"
 SWA = "sliding_window_attention"

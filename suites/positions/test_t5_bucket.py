@@ -16,7 +16,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.configs_positions import t5_bucket_configs
+from suites.positions.configs import t5_bucket_configs
 from harness.guard import ImplementationError
 from harness.runner import impl, run, unverified, verified
 from reference.t5_bucket import log_position, t5_relative_position_bucket

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import tolerance
-from harness.configs_bert import NO_SHRINK, distill_configs, wide_dtypes
+from suites.bert.configs import NO_SHRINK, distill_configs, wide_dtypes
 from harness.guard import ImplementationError
 from harness.runner import impl, on_target, run
 from harness.target_ops import vjp

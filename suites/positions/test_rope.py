@@ -20,14 +20,14 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from harness.configs_positions import LONG_CONTEXT, rope_configs, rope_decay_configs
+from suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
 from harness.conventions import check_convention
 from harness import regimes
 from harness.configs import autocast_dtypes
 from harness.regimes import covering
 from harness.runner import call_under_autocast, record_label, run
 from reference.rope import pair_indices, rope_frequencies, rope_math
-from suites._positions import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
+from suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
                                rope_images, rope_naive, rope_truth, score_allowance, scores)
 
 FAMILY = "rope"

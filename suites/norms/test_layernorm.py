@@ -19,10 +19,10 @@ from harness import regimes
 from harness.regimes import covering
 from harness import tolerance
 from harness.configs import autocast_dtypes
-from harness.configs_norms import half_dtypes, norm_configs
+from suites.norms.configs import half_dtypes, norm_configs
 from harness.runner import run
 from reference.layernorm import layer_norm_math
-from suites._norms import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive, token_stats,
+from suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive, token_stats,
                            truth, unchanged)
 
 FAMILY = "layernorm"

@@ -20,12 +20,12 @@ from hypothesis import given
 from harness import regimes
 from harness.regimes import covering
 from harness.configs import autocast_dtypes
-from harness.configs_norms import half_dtypes, norm_configs
+from suites.norms.configs import half_dtypes, norm_configs
 from harness.conventions import KNOWN, check_convention
 from harness.runner import record_label, run
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import default_eps, rms_norm_math
-from suites._norms import RMS, agree, autocast_agree, build, check_token_dims, forward, matches, unchanged
+from suites.norms.helpers import RMS, agree, autocast_agree, build, check_token_dims, forward, matches, unchanged
 
 FAMILY = "rmsnorm"
 pytestmark = pytest.mark.needs(RMS)

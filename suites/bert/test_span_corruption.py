@@ -21,7 +21,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from harness.configs_bert import DELTA, NO_SHRINK, SpanConfig, empirical_bernstein_radius, span_configs
+from suites.bert.configs import DELTA, NO_SHRINK, SpanConfig, empirical_bernstein_radius, span_configs
 from harness.guard import ImplementationError
 from harness.target_ops import manual_seed
 from harness.runner import call_each, impl, run

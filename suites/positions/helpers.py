@@ -7,7 +7,7 @@ import torch
 
 from harness import tolerance
 from harness.configs import DTYPES
-from harness.configs_positions import RopeConfig
+from suites.positions.configs import RopeConfig
 from harness.guard import ImplementationError, expect_tensor
 from harness.runner import impl
 from reference.rope import LAYOUTS, pair_indices, rope_math

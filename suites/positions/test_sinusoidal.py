@@ -20,11 +20,11 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from harness.configs_positions import sinusoidal_configs
+from suites.positions.configs import sinusoidal_configs
 from harness.conventions import check_convention
 from harness.runner import impl, record_label, run
 from reference.sinusoidal import LAYOUTS, sin_cos_columns, sinusoidal_frequencies, sinusoidal_math
-from suites._positions import expect_floating
+from suites.positions.helpers import expect_floating
 
 FAMILY = "sinusoidal"
 SIN = "sinusoidal_position_embedding"

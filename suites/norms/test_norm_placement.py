@@ -19,12 +19,12 @@ from hypothesis import given
 from torch import nn
 
 from harness import guard, tolerance
-from harness.configs_norms import norm_configs, wide_dtypes
+from suites.norms.configs import norm_configs, wide_dtypes
 from harness.conventions import check_convention
 from harness.guard import ImplementationError
 from harness.isolation import is_module
 from harness.runner import impl, on_target, record_label, run
-from suites._norms import BLOCK, forward, token_stats
+from suites.norms.helpers import BLOCK, forward, token_stats
 
 FAMILY = "norm_placement"
 pytestmark = pytest.mark.needs(BLOCK)

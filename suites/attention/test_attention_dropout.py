@@ -36,12 +36,12 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from harness.configs import DropoutConfig, dropout_configs
+from suites.attention.configs import DropoutConfig, dropout_configs
 from harness.conventions import KNOWN, check_convention
 from harness.guard import ImplementationError
 from harness.runner import on_target, record_label, run
 from harness.target_ops import seeded
-from suites._attention import SDPA, call_sdpa
+from suites.attention.helpers import SDPA, call_sdpa
 
 FAMILY = "attention"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("dropout")]

@@ -15,7 +15,7 @@ from hypothesis import given
 from torch import nn
 
 from harness import guard, tolerance
-from harness.configs_positions import learned_configs
+from suites.positions.configs import learned_configs
 from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
 from harness.runner import impl, on_target, run
