@@ -114,9 +114,9 @@ def terminal_table(rows: list[dict], hide_skipped: bool | None = None,
 
 
 def target_line(t) -> str:
-    """``- `spec`: file (version V)``; without a version (``unversioned``) nothing about one."""
+    """``- `spec`: file (version V)``; a module without a version says nothing about one."""
     version = getattr(t, "version", None)
-    tail = f" (version {version})" if version and version != "unversioned" else ""
+    tail = f" (version {version})" if version else ""
     return f"- `{t.spec}`: {t.file}{tail}\n"
 
 

@@ -31,7 +31,7 @@ class TargetInfo:
     target lives (this process, or its worker) by ``describe_module``."""
 
     file: str = "?"
-    version: str = "?"
+    version: str | None = None  # None: the module has no __version__ / VERSION
     available: tuple[str, ...] = ()
     dtypes: tuple[str, ...] | None = None
     sizes: dict[str, Any] | None = None
@@ -200,7 +200,7 @@ def _version_of(module: ModuleType) -> str:
             value = None
         if isinstance(value, str):
             return value
-    return "unversioned"
+    return None
 
 
 class Missing(Exception):

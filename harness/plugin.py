@@ -163,7 +163,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             lines.append(f"target {t.spec}: DOES NOT LOAD: {t.load_error.splitlines()[0]}")
         else:
             where = "its own worker process" if t.isolated else "this process (--isolation none)"
-            lines.append(f"target {t.spec}: {t.file} (version {t.version}), in {where}; "
+            version = f" (version {t.version})" if t.version else ""
+            lines.append(f"target {t.spec}: {t.file}{version}, in {where}; "
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")

@@ -41,5 +41,6 @@ settings.load_profile("harness-ci")
 import harness.conformance_table  # noqa: E402,F401
 import tabulate  # noqa: E402,F401  (pandas' to_markdown)
 
-for _suite in sorted((Path(__file__).resolve().parents[1] / "suites").glob("test_*.py")):
-    importlib.import_module(f"suites.{_suite.stem}")
+_ROOT = Path(__file__).resolve().parents[1]
+for _suite in sorted((_ROOT / "suites").rglob("test_*.py")):  # suites/<family>/test_*.py
+    importlib.import_module(".".join(_suite.relative_to(_ROOT).with_suffix("").parts))

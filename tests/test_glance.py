@@ -28,7 +28,7 @@ def _rows():
 
 
 def test_conformance_md_says_nothing_about_a_missing_version(tmp_path):
-    targets = [SimpleNamespace(spec="mine.py", file="/x/mine.py", version="unversioned"),
+    targets = [SimpleNamespace(spec="mine.py", file="/x/mine.py", version=None),
                SimpleNamespace(spec="pkg", file="/x/pkg.py", version="1.2")]
     conformance.write_conformance(_rows(), tmp_path, targets=targets)
     md = (tmp_path / "conformance.md").read_text()
@@ -74,6 +74,8 @@ def test_plugin_hides_all_skipped_rows_by_default_and_prints_the_summary(pyteste
     assert "row(s) where every target was skipped are hidden" in out
     assert "attention.scale" not in out.split("conformance (property x target)")[1]
     assert f"{target}: pass 0, convention 0, fail 0, unsupported 0, skipped " in out
+    header = next(line for line in out.splitlines() if line.startswith(f"target {target}:"))
+    assert "version" not in header, header  # the module has no __version__: the header says nothing of one
     shown = run_suite(pytester, ["test_attention.py"], [target], None, "--show-skipped").stdout.str()
     table = shown.split("conformance (property x target)")[1]
     assert "attention.scale" in table and "are hidden" not in table

@@ -84,9 +84,9 @@ def test_same_stem_in_two_folders_are_two_modules(write, tmp_path):
 
 
 def test_unversioned_and_unloaded_versions(write):
-    assert load_target(write("plain.py", "X = 1\n")).version == "unversioned"
+    assert load_target(write("plain.py", "X = 1\n")).version is None
     broken = load_target("/no/such/target.py")
-    assert broken.version == "?" and broken.file == "?" and broken.available() == []
+    assert broken.version is None and broken.file == "?" and broken.available() == []
 
 
 def test_missing_file_is_captured():
