@@ -6,6 +6,7 @@
   dtype, status ok, ...), said once above the table instead of in every row (a single run's
   ``run_id``/``machine``: not at all, the report's header names them);
 - ``table``: the remaining rows with their identifying columns (case, role, the params that vary,
+  a target's case under the target's own name: ``my_attn.py (sdpa)``,
   status and reason when a point failed) and the suite's headline metrics (``HEADLINE``; a suite
   not listed keeps its first ``MAX_METRICS``); all-empty and telemetry columns dropped.
 The full table (every column, every row) stays in ``summary_<suite>.csv/.parquet``.
@@ -13,6 +14,7 @@ The full table (every column, every row) stays in ``summary_<suite>.csv/.parquet
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -36,6 +38,23 @@ class Glance:
     skipped: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["reason", "points", "cases"]))
 
 
+def case_name(case, role=None, impl=None) -> str:
+    """A case as a legend says it: a ``target.X`` row of role "target" under the target's own name
+    (``my_attn.py (X)``: the file name of its spec), any other case as it is."""
+    case = str(case)
+    if role == "target" and case.startswith("target.") and impl:
+        return f"{Path(str(impl)).name} ({case.removeprefix('target.')})"
+    return case
+
+
+def named_cases(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with each ``target.X`` case of role "target" under the target's own name."""
+    if not {"case", "role", "impl"} <= set(table.columns) or table.empty:
+        return table
+    names = [case_name(c, r, i) for c, r, i in zip(table["case"], table["role"], table["impl"])]
+    return table.assign(case=names)
+
+
 def fold_skipped(table: pd.DataFrame) -> pd.DataFrame:
     """One row per skip reason: ``reason | points | cases`` (the cases it skipped, in order)."""
     skipped = table[table["status"] == "skipped"] if "status" in table else table.iloc[0:0]
@@ -57,6 +76,7 @@ def _metrics(table: pd.DataFrame, suite: str) -> list[str]:
 
 def narrow(table: pd.DataFrame, suite: str) -> Glance:
     """The suite's summary table as a person reads it (see the module docstring)."""
+    table = named_cases(table)
     skipped = fold_skipped(table)
     rows = table[table["status"] != "skipped"] if "status" in table else table
     metrics = _metrics(table, suite)

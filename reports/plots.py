@@ -34,6 +34,7 @@ from harness.bench.fit import FIT_POINTS  # noqa: E402
 from harness.runfolder import grad_case  # noqa: E402
 from harness.stats import fit_loglog  # noqa: E402
 from reports.compare import CI_NAMES  # noqa: E402
+from reports.glance import case_name  # noqa: E402
 from reports.load import BAD_STATUSES, param_columns, points  # noqa: E402
 from reports.tables import safe_name  # noqa: E402
 
@@ -67,15 +68,6 @@ SUITE_WORDS = {"scaling": "attention", "pytest-benchmark": "benchmark"}
 METRIC_WORDS = {"time_s": "time", "peak_mem_bytes": "peak memory"}
 #: words for a boolean parameter's two values (others: "name" / "not name")
 BOOL_WORDS = {"causal": ("causal", "non-causal")}
-
-
-def case_name(case, role=None, impl=None) -> str:
-    """A case as a legend says it: a ``target.X`` row of role "target" under the target's own name
-    (``my_attn.py (X)``: the file name of its spec), any other case as it is."""
-    case = str(case)
-    if role == "target" and case.startswith("target.") and impl:
-        return f"{Path(str(impl)).name} ({case.removeprefix('target.')})"
-    return case
 
 
 def _value_words(col: str, value) -> str:

@@ -147,6 +147,7 @@ def test_summary_md_is_narrow_tables_with_skips_folded_to_counts(tmp_path):
     assert scaling.count("CUDA-only") == 1 and "|        5 | banded_window" in scaling
     assert scaling.count("time budget") == 1
     assert "oom" in scaling and "needs 4 GiB" in scaling  # a failed point keeps its row and reason
+    assert "reference (sdpa)" in scaling and "target.sdpa" not in scaling  # the target under its own name
     full = pd.read_csv(tmp_path / "out" / "summary_scaling.csv")  # the CSV keeps every row and column
     assert (full["status"] == "skipped").sum() == 6 and "time_min_s" in full.columns
 
