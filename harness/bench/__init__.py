@@ -13,6 +13,7 @@ The run folder's layout is notes/RESULTS_SCHEMA.md.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -75,3 +76,20 @@ class Context:
             raise Skip(str(exc)) from None
         except BrokenTarget as exc:  # one line: the row's reason keeps the first line only
             raise RuntimeError(" ".join(str(exc).split())) from None
+
+
+def begin_run(store, target, impl: str, device: str, profile, suites, *, peak: dict | None = None,
+              cases=None, threads: int | None = None, state: dict | None = None, extra: dict | None = None
+              ) -> Context:
+    """How every bench run starts (``harness bench`` and ``harness.bench.finetune_run``): the run
+    folder's env.json (machine, versions, ``profile``, ``impl``, ``suites`` and ``extra``), then the
+    ``Context`` the suites measure with. ``profile`` is a ``harness.bench.profiles.Profile``."""
+    from harness.bench import env
+
+    peak = peak or {}
+    env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
+                                     extra={"profile": profile.name, "impl": impl, "suites": list(suites),
+                                            **(extra or {})}))
+    return Context(target=target, impl=impl, device=device, profile=profile, store=store, peak_tflops=peak,
+                   cases=tuple(cases) if cases else None, threads=threads,
+                   state={} if state is None else state)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import time
-from types import SimpleNamespace
 
 from harness import options
-from harness.bench import Check, Context
+from harness.bench import Check, begin_run, profiles
+
+#: finetune_run's profile names that are not bench profile names
+BENCH_NAMES = {"smoke": "tiny"}
 
 
 def run(out_dir, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases=None, device: str = "cpu",
@@ -41,23 +42,21 @@ def run(out_dir, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases
     state["finetune_profile"] = prof
     store = ResultStore(out_dir, resume=resume, overwrite=overwrite)
     try:
-        return _run(store, impl, prof, cases, device, progress, state, measure_peak)
+        return _run(store, impl, profiles.get(BENCH_NAMES.get(profile, profile)), prof, cases, device,
+                    progress, state, measure_peak)
     finally:
         store.close()
 
 
-def _run(store, impl, prof, cases, device, progress, state, measure_peak):
+def _run(store, impl, bench_profile, prof, cases, device, progress, state, measure_peak):
     from harness.bench import env
     from harness.bench import finetune as ft
     from harness.bench.points import PointRunner
     from harness.loader import load_target
 
     peak = env.measure_peak_tflops(device) if measure_peak else {}
-    env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
-                                     extra={"profile": prof.name, "impl": impl, "suites": [ft.SUITE]}))
-    ctx = Context(target=load_target(impl, device=device), impl=impl, device=device,
-                  profile=SimpleNamespace(name=prof.name), store=store, cases=tuple(cases) if cases else None,
-                  state=state)
+    ctx = begin_run(store, load_target(impl, device=device), impl, device, bench_profile, [ft.SUITE], peak=peak,
+                    cases=cases, state=state, extra={"finetune_profile": prof.name})
     PointRunner(store, impl, device, progress=progress).run(ft.points(ctx), desc=ft.SUITE)
     rows = store.rows()
     return rows, ft.summary(ctx, rows)

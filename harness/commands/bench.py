@@ -214,7 +214,7 @@ def _run(args, suites, device, profile, allocator, started) -> int:
 
 
 def _measure(args, suites, device, profile, allocator, started, target, store) -> int:
-    from harness.bench import Context, env, receptive_field
+    from harness.bench import begin_run, env, receptive_field
     from harness.bench.points import PointRunner
     from harness.bench.scaling import fits as scaling_fits
     from harness.runfolder import STATUSES
@@ -226,13 +226,9 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
           f"suites {','.join(suites)}" + (f", time budget {budget:g} s" if budget is not None else "")
           + f" -> {store.dir}", file=sys.stderr)
     peak = env.measure_peak_tflops(device, size=profile.peak_size)
-    env.write(store.dir, env.collect(device, argv=sys.argv, peak=peak,
-                                     extra={"profile": profile.name, "impl": args.impl,
-                                            "suites": suites, "cases": list(ctx_cases(args)) or None,
-                                            "cpu_allocator": allocator, "isolation": args.isolation,
-                                            "time_budget_s": budget}))
-    ctx = Context(target=target, impl=args.impl, device=device, profile=profile, store=store,
-                  peak_tflops=peak, cases=ctx_cases(args) or None, threads=args.threads)
+    ctx = begin_run(store, target, args.impl, device, profile, suites, peak=peak, cases=ctx_cases(args),
+                    threads=args.threads, extra={"cases": list(ctx_cases(args)) or None, "cpu_allocator": allocator,
+                                                 "isolation": args.isolation, "time_budget_s": budget})
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
     runner = PointRunner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
                     budget_s=budget)
