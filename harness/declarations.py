@@ -109,6 +109,8 @@ FEATURES = {
     "scale": "an explicit scale",
     "autocast": "being called inside torch.autocast",
     "backward": "a backward pass (the gradient properties)",
+    "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
+    "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
     **{name: f"{name} inputs" for name in DTYPE_NAMES},
 }
 
@@ -135,6 +137,7 @@ def config_fields() -> set[str]:
 
     import harness.configs as configs
     import harness.configs_bert  # noqa: F401  (each registers its configurations)
+    import harness.configs_kvcache  # noqa: F401
     import harness.configs_norms  # noqa: F401
     import harness.configs_positions  # noqa: F401
     return {f.name for cls in configs._REGISTRY.values() for f in dataclasses.fields(cls)}
