@@ -99,13 +99,14 @@ def first_difference(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in (a != b).nonzero()[0])
 
 
-def assert_cache_holds(kc, vc, k, v, slots, positions, what: str) -> None:
-    """Cache slots ``slots`` hold exactly the keys/values at ``positions`` (a copy is exact)."""
+def assert_cache_holds(kc, vc, k, v, slots, positions, what: str, item: int = 0) -> None:
+    """Cache slots ``slots`` hold exactly the keys/values at ``positions`` (a copy is exact);
+    ``item``: the batch index of the first item passed (in messages)."""
     for name, cache, fed in (("k_cache", kc, k), ("v_cache", vc, v)):
         got, want = cache[:, :, slots].cpu(), fed[:, :, positions].cpu()
         if not torch.equal(got, want):
             b, h, i, _ = first_difference(got, want)
-            raise AssertionError(f"{what}: {name}[{b}, {h}, slot {int(slots[i])}] does not hold the value fed at "
+            raise AssertionError(f"{what}: {name}[{item + b}, {h}, slot {int(slots[i])}] does not hold the value fed at "
                                  f"position {int(positions[i])} (the new keys/values must be written into the cache)")
 
 

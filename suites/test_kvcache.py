@@ -62,32 +62,36 @@ def _one_call(target, cfg, poison: bool):
     (ref, ref_k, ref_v), nai = kv.one_call_truth(cfg, qn, kc, vc, kn, vn)
     before_k, before_v = kc.clone(), vc.clone()
     out = kv.call_kv(target, cfg, qn, kc, vc, kn, vn, kv.seqlens(cfg.prior, q.device), **kv.options(cfg))
-    for b, (c, n) in enumerate(zip(cfg.prior, ends)):
-        slots = torch.arange(c, n)
-        kv.assert_cache_holds(kc[b:b + 1], vc[b:b + 1], kn[b:b + 1], vn[b:b + 1], slots, slots - c,
-                              f"batch item {b} (cache_seqlens {c})")
-        if not (torch.equal(kc[b, :, n:], before_k[b, :, n:]) and torch.equal(vc[b, :, n:], before_v[b, :, n:])):
-            raise AssertionError(f"batch item {b}: cache_seqlens is {c} and {cfg.chunks[0]} token(s) were fed, "
-                                 f"but the cache changed at slots past {n}")
-    return out, ref, nai, q.dtype
+
+    def check_caches():
+        for b, (c, n) in enumerate(zip(cfg.prior, ends)):
+            slots = torch.arange(c, n)
+            kv.assert_cache_holds(kc[b:b + 1], vc[b:b + 1], kn[b:b + 1], vn[b:b + 1], slots, slots - c,
+                                  f"batch item {b} (cache_seqlens {c})", item=b)
+            if not (torch.equal(kc[b, :, n:], before_k[b, :, n:]) and torch.equal(vc[b, :, n:], before_v[b, :, n:])):
+                raise AssertionError(f"batch item {b}: cache_seqlens is {c} and {cfg.chunks[0]} token(s) were fed, "
+                                     f"but the cache changed at slots past {n}")
+    return out, ref, nai, q.dtype, check_caches
 
 
 def check_ragged_lengths(target, cfg):
     """Batch items with cached lengths that differ: each item's new keys land at its own
     cache_seqlens[b], and its queries see exactly its own filled part (float64 cache reference)."""
-    out, ref, nai, dtype = _one_call(target, cfg, poison=False)
+    out, ref, nai, dtype, check_caches = _one_call(target, cfg, poison=False)
+    check_caches()
     kv.compare(out, ref, nai, dtype, f"cache_seqlens {list(cfg.prior)}, {cfg.chunks[0]} new token(s)")
 
 
 def check_unfilled_slots(target, cfg):
     """Slots past each item's filled part (cache_seqlens[b] + Lnew) hold +-1e4, and so do the
     slots the call is to overwrite: they have no influence (causal or not), and none is written."""
-    out, ref, nai, dtype = _one_call(target, cfg, poison=True)
+    out, ref, nai, dtype, check_caches = _one_call(target, cfg, poison=True)
     try:
         kv.compare(out, ref, nai, dtype, "output")
     except AssertionError as exc:
         raise AssertionError(f"slots past cache_seqlens {list(cfg.prior)} (+ {cfg.chunks[0]} new) hold +-1e4, "
                              f"and they changed the output (causal={cfg.causal}): {exc}") from None
+    check_caches()
 
 
 def _window_out(target, cfg):
