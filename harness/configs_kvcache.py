@@ -163,12 +163,12 @@ def _kv(chunks, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> K
                          seed=seed, chunks=tuple(chunks), **kw)
 
 
-_G8, _MQA = GQA_HEADS[4], GQA_HEADS[5]  # (32, 4): groups of 8; (6, 1): MQA
+_G8, _MQA = GQA_HEADS[3], GQA_HEADS[5]  # (16, 2): groups of 8; (6, 1): MQA
 
 #: a long prefill, then decode steps across the 128 / 256 / 1024 boundaries; head dims past 128
 DECODE = (
     _kv((127, 1, 1, 1), E=64, seed=90),
-    _kv((255, 1, 1), E=128, hq=8, hkv=2, dtype="bfloat16", seed=91),
+    _kv((255, 1, 1), E=128, hq=4, hkv=2, dtype="bfloat16", seed=91),
     _kv((1023, 1, 1, 1), E=40, slack=1, seed=92),
     _kv((64, 1), E=256, Ev=192, hq=_MQA[0], hkv=_MQA[1], dtype="float16", seed=93),
 )
@@ -176,7 +176,7 @@ DECODE = (
 CHUNKS = (
     _kv((63, 65, 1, 127, 1), E=32, seed=94),
     _kv((1, 128, 129), E=160, Ev=96, seed=95),
-    _kv((511, 2), E=16, hq=_G8[0], hkv=_G8[1], seed=96),
+    _kv((257, 2), E=16, hq=_G8[0], hkv=_G8[1], seed=96),
     _kv((203, 113), E=80, dtype="bfloat16", seed=97),
 )
 #: cached lengths that differ by a tile within one batch
@@ -199,7 +199,7 @@ WINDOW = (
 )
 #: RoPE past a tile of positions and of head dims, partial rotary, both pairings
 ROTARY = (
-    _kv((127, 1, 1), E=128, rotary_dim=128, seed=107),
-    _kv((255, 2, 1), E=160, rotary_dim=64, interleaved=True, seed=108),
-    _kv((1023, 1, 1), E=256, rotary_dim=256, hq=8, hkv=2, dtype="bfloat16", seed=109),
+    _kv((127, 1, 1), E=128, rotary_dim=128, dtype="bfloat16", seed=107),
+    _kv((255, 2, 1), E=160, rotary_dim=64, hq=4, hkv=2, interleaved=True, seed=108),
+    _kv((1023, 1, 1), E=256, rotary_dim=256, seed=109),
 )
