@@ -201,5 +201,5 @@ WINDOW = (
 ROTARY = (
     _kv((127, 1, 1), E=128, rotary_dim=128, dtype="bfloat16", seed=107),
     _kv((255, 2, 1), E=160, rotary_dim=64, hq=4, hkv=2, interleaved=True, seed=108),
-    _kv((1023, 1, 1), E=256, rotary_dim=256, seed=109),
+    _kv((511, 1, 1), E=256, rotary_dim=256, seed=109),
 )

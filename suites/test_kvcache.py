@@ -66,7 +66,7 @@ def _one_call(target, cfg, poison: bool):
     def check_caches():
         for b, (c, n) in enumerate(zip(cfg.prior, ends)):
             slots = torch.arange(c, n)
-            kv.assert_cache_holds(kc[b:b + 1], vc[b:b + 1], kn[b:b + 1], vn[b:b + 1], slots, slots - c,
+            kv.assert_cache_holds(kc[b:b + 1], vc[b:b + 1], k[b:b + 1], v[b:b + 1], slots, slots,
                                   f"batch item {b} (cache_seqlens {c})", item=b)
             if not (torch.equal(kc[b, :, n:], before_k[b, :, n:]) and torch.equal(vc[b, :, n:], before_v[b, :, n:])):
                 raise AssertionError(f"batch item {b}: cache_seqlens is {c} and {cfg.chunks[0]} token(s) were fed, "
