@@ -25,7 +25,7 @@ _REGISTRY: dict[str, type] = {}
 
 #: the modules that define the families' configuration types, one per suite family
 FAMILY_CONFIGS = ("suites.attention.configs", "suites.positions.configs", "suites.norms.configs",
-                  "suites.bert.configs")
+                  "suites.bert.configs", "suites.kvcache.configs")
 
 
 def register(cls):

@@ -109,6 +109,8 @@ FEATURES = {
     "scale": "an explicit scale",
     "autocast": "being called inside torch.autocast",
     "backward": "a backward pass (the gradient properties)",
+    "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
+    "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
     **{name: f"{name} inputs" for name in DTYPE_NAMES},
 }
 

@@ -5,7 +5,8 @@ Every call a suite makes into user code goes through ``call``:
   the input shapes, so Hypothesis shrinks it like any other failure;
 - a call that runs past the per-call time limit is interrupted (SIGALRM in the
   main thread; elsewhere it is detected when it returns);
-- tensors passed in are fingerprinted and must come back unmodified;
+- tensors passed in are fingerprinted and must come back unmodified (except the arguments
+  ``MUTABLE`` names: the KV caches ``attention_with_kvcache`` writes into);
 - ``expect_tensor`` checks the returned shape, dtype and device.
 """
 from __future__ import annotations
@@ -65,7 +66,12 @@ def _raise_timeout(signum, frame):  # noqa: ARG001
 
 #: protocol names whose output must be new memory, never a view of an input: an attention output
 #: that aliases its query is overwritten by (or overwrites) the caller's next in-place op on either
-NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention"})
+NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache"})
+
+#: the arguments (by position and by keyword) a protocol name may modify in place; every other
+#: input must come back unmodified. In a worker they are sent back after the call and copied into
+#: the caller's tensors (``harness.isolation``), so a suite reads the caches the same either way.
+MUTABLE = {"attention_with_kvcache": frozenset({1, 2, "k_cache", "v_cache"})}
 
 
 def argument_label(key: int | str) -> str:
@@ -97,8 +103,11 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
         raise ImplementationError(
             f"{name} previously did not return within the per-call limit of {seconds:g} s "
             f"(--impl-timeout) when called with ({limit.hung[id(fn)][1]}); not called again")
-    snapshots = [(i, _fingerprint(a)) for i, a in enumerate(args)]
-    snapshots += [(k, _fingerprint(v)) for k, v in kwargs.items()]
+    mutable = MUTABLE.get(name, frozenset())
+    snapshots = [(i, _fingerprint(a)) for i, a in enumerate(args) if i not in mutable]
+    snapshots += [(k, _fingerprint(v)) for k, v in kwargs.items() if k not in mutable]
+    shapes = {key: tuple(t.shape) for key, t in [*enumerate(args), *kwargs.items()]
+              if key in mutable and isinstance(t, torch.Tensor)}
     shown = describe_args(args, kwargs)
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     start = time.perf_counter()
@@ -134,6 +143,11 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
         now = args[key] if isinstance(key, int) else kwargs[key]
         if now.shape != snap.shape or not torch.equal(now.detach(), snap):
             raise ImplementationError(f"{name}({shown}) modified its input in place ({argument_label(key)})")
+    for key, shape in shapes.items():
+        now = args[key] if isinstance(key, int) else kwargs[key]
+        if tuple(now.shape) != shape:
+            raise ImplementationError(f"{name}({shown}) resized its {argument_label(key)} from {shape} to "
+                                      f"{tuple(now.shape)}: it may only write into it")
     alias = aliased_argument(result, args, kwargs) if name in NO_ALIAS else None
     if alias:
         raise ImplementationError(f"{name}({shown}) returned a tensor that shares the memory of its {alias}: "

@@ -221,8 +221,10 @@ class Worker:
                 f"{name}: this object was lost when the worker of {self.spec!r} restarted after an "
                 f"earlier crash or timeout")
         try:
-            ctx = dict(self._ctx(), no_alias=name in guard.NO_ALIAS)
-            return self.request(("call", remote._ref, args, kwargs, ctx), f"{name}({shown})")
+            mutable = guard.MUTABLE.get(name)
+            ctx = dict(self._ctx(), no_alias=name in guard.NO_ALIAS, mutable=sorted(mutable, key=str) if mutable else None)
+            reply = self.request(("call", remote._ref, args, kwargs, ctx), f"{name}({shown})")
+            return _written_back(reply, args, kwargs, f"{name}({shown})") if mutable else reply
         except WorkerLost as exc:
             if "per-call limit" in str(exc):
                 self.hung[name] = shown
@@ -333,6 +335,22 @@ class Worker:
         if type(value) is dict:
             return {k: self._materialize(v, what) for k, v in value.items()}
         return value
+
+
+def _written_back(reply, args: tuple, kwargs: dict, what: str):
+    """The result of a call to a name that may write into its arguments (``guard.MUTABLE``):
+    the arguments' contents after the call, sent back by the worker, are copied into the
+    caller's tensors, so the caller sees the writes as it would in-process."""
+    result, updated = reply
+    for key, after in updated:
+        mine = args[key] if isinstance(key, int) else kwargs[key]
+        if tuple(after.shape) != tuple(mine.shape):
+            raise guard.ImplementationError(f"{what} resized its {guard.argument_label(key)} from "
+                                            f"{tuple(mine.shape)} to {tuple(after.shape)}: it may only write into it")
+        if after.data_ptr() != mine.data_ptr():  # (a large CPU tensor already shares its memory)
+            with torch.no_grad():
+                mine.copy_(after.to(mine.device))
+    return result
 
 
 def describe_exit(code: int | None) -> str:

@@ -4,6 +4,26 @@ A target defines any subset. The suites for a missing name skip with a reason
 that names the attribute. A name that exists with parameters the protocol
 cannot call is reported as a broken target, not skipped.
 
+``attention_with_kvcache`` (incremental decoding, after FlashAttention's ``flash_attn_with_kvcache``,
+in the harness's head-first layout) is the one name that may modify arguments in place: it writes
+the new keys/values into ``k_cache``/``v_cache`` (``guard.MUTABLE``); shapes::
+
+    q (B, Hq, Lq, E)                     k_cache (B, Hkv, Smax, E)   v_cache (B, Hkv, Smax, Ev)
+    k (B, Hkv, Lnew, E) or None          v (B, Hkv, Lnew, Ev) or None (given together)
+    cache_seqlens (B,) int32/int64: the positions already filled, per batch item (not advanced
+                                    by the call: the caller adds Lnew)
+    rotary_cos, rotary_sin (>= max position + 1, R/2), R <= E even: RoPE on the first R dims
+    out (B, Hq, Lq, Ev), in q's dtype
+
+With n_b = cache_seqlens[b] + Lnew keys filled after the write, position p is stored in slot
+p mod Smax (a linear cache when n_b <= Smax; a rolling one only with a window, which needs
+Smax >= window; a key this call overwrites still counts for its own queries), and query i of item b sits at position n_b - Lq + i (bottom-right, as decoding
+does); with ``causal`` it sees the keys j <= its position (all n_b keys without), with ``window``
+only the last ``window`` of them (the protocol's ``w`` extent; ``w+1`` is the named convention).
+Query head h reads KV head h // (Hq / Hkv). With rotary tables, new keys and the queries are
+rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), else rotate-half
+(i, i + R/2)) before the keys are cached; the tables need k and v.
+
 What each name must compute is stated in the README's "The plug-in protocol" section (the
 project test checks that every signature below appears there) and checked by the suites.
 """
@@ -29,6 +49,11 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          "is_causal=False, scale=None, enable_gqa=False)"),
     Name("sliding_window_attention", ("query", "key", "value", "window", "scale"),
          "sliding_window_attention(query, key, value, window, scale=None)"),
+    Name("attention_with_kvcache",
+         ("q", "k_cache", "v_cache", "k", "v", "cache_seqlens", "window", "causal", "scale",
+          "rotary_cos", "rotary_sin", "rotary_interleaved"),
+         "attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
+         "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False) -> out"),
     Name("sinusoidal_position_embedding", ("num_positions", "dim"),
          "sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]"),
     Name("LearnedPositionEmbedding", ("max_positions", "dim"),

@@ -9,7 +9,9 @@ and the harness kills the whole process group on a timeout.
 Requests (``wire``-pickled tuples) and what they return:
   ("load", spec)                         -> TargetInfo (import under output capture)
   ("lookup", name)                       -> the attribute, exported (see ``export``)
-  ("call", ref, args, kwargs, ctx)       -> ref(*args, **kwargs), exported
+  ("call", ref, args, kwargs, ctx)       -> ref(*args, **kwargs), exported; with ctx["mutable"]
+                                            (``guard.MUTABLE``: the arguments it may write into)
+                                            (result, [(key, that argument after the call)])
   ("getattr", ref, attr) / ("setattr", ref, attr, value)
   ("apply", fn, args, kwargs, ctx)       -> fn(*args, **kwargs): harness code run next to the
                                             target's objects (fn is imported here by name)
@@ -139,7 +141,8 @@ class Worker:
     def _run(self, fn, args, kwargs, ctx, check_inputs: bool):
         if ctx.get("seed") is not None:
             target_ops.manual_seed(ctx["seed"])
-        snapshots = _snapshots(args, kwargs) if check_inputs else []
+        mutable = frozenset(ctx.get("mutable") or ())
+        snapshots = [(k, s) for k, s in _snapshots(args, kwargs) if k not in mutable] if check_inputs else []
         with torch.set_grad_enabled(ctx.get("grad", True)):
             result = fn(*args, **kwargs)
         for key, snap in snapshots:
@@ -149,6 +152,10 @@ class Worker:
         alias = guard.aliased_argument(result, args, kwargs) if ctx.get("no_alias") else None
         if alias:
             raise _Reply(("aliased", alias))
+        if mutable:  # the arguments it may write into go back, to be copied into the caller's
+            updated = [(key, t.detach()) for key, t in [*enumerate(args), *kwargs.items()]
+                       if key in mutable and isinstance(t, torch.Tensor)]
+            return self.export(result), updated
         return self.export(result)
 
 

@@ -5,6 +5,7 @@ One component per module; shapes are in each module's docstring.
 """
 from reference.attention import scaled_dot_product_attention
 from reference.sliding_window import sliding_window_attention
+from reference.kvcache import attention_with_kvcache
 from reference.layernorm import LayerNorm
 from reference.rmsnorm import RMSNorm
 from reference.blocks import residual_block
@@ -14,7 +15,7 @@ from reference.rope import apply_rotary_embedding
 from reference.alibi import alibi_bias, alibi_slopes
 from reference.t5_bucket import t5_relative_position_bucket
 
-__all__ = ["scaled_dot_product_attention", "sliding_window_attention",
+__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding",
            "alibi_slopes", "alibi_bias", "t5_relative_position_bucket"]

@@ -106,6 +106,8 @@ def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
         assert m["cache_bytes"] == m["cache_formula_bytes"]
         assert m["tokens_per_s"] > 0
         assert m["repeats"] == p["new_tokens"] * m["peak_mem_repeats"]  # every run's steps timed
+        # the decoded logits equal one full forward (tolerance policy)
+        assert m["decode_parity"] and m["decode_max_abs_error"] <= m["decode_allowed_error"], m
         if r["case"] != "rolling_window":
             assert m["cache_bytes"] == 2 * p["layers"] * p["kv_heads"] * p["head_dim"] * \
                 (p["prompt"] + p["new_tokens"]) * p["batch"] * 4

@@ -21,6 +21,13 @@ Measured:
   peak_mem_bytes       the device's peak during prefill + decode, the median of up to the
                        profile's ``mem_repeats`` runs, with min/max (harness.bench.memory)
 
+  decode_max_abs_error the decoded logits (prefill + N steps on the cache) against one full
+                       forward over the same tokens without a cache: max |decoded - truth|, the truth
+                       the same model and weights in float64 (torch's SDPA); decode_allowed_error is
+                       the tolerance policy's allowance (naive yardstick: that full forward in the
+                       profile's dtype), decode_naive_error its naive error, and decode_parity
+                       (pass/fail) whether the error is within it
+
 rolling_window: a Mistral config with sliding_window = w; transformers 5.x gives
 ``DynamicCache(config=...)`` one DynamicSlidingWindowLayer per layer, which keeps
 the last w - 1 tokens (the w-th key is the token being decoded), so the formula uses
@@ -119,6 +126,7 @@ def generate(model, p: dict, device) -> dict:
     with torch.inference_mode():
         out = model(input_ids=ids, use_cache=True, **{kw: cache})
         check_finite(out.logits, "prefill logits")
+        logits = [out.logits.cpu()]  # (kept on the CPU: the device's peak memory is the decode's)
         tok = out.logits[:, -1].argmax(-1, keepdim=True)
         tokens = [tok]
         for i in range(p["new_tokens"]):
@@ -129,13 +137,32 @@ def generate(model, p: dict, device) -> dict:
             tokens.append(tok)
             synchronize(device)
             steps.append(time.perf_counter() - t0)
+            logits.append(out.logits.cpu())
             if i in (0, p["new_tokens"] - 1):
                 check_finite(out.logits, f"decode step {i} logits")
             max_bytes = max(max_bytes, cache_bytes(cache)[0])
     nbytes, storage, seq = cache_bytes(cache)
+    tokens = torch.cat(tokens, dim=1).cpu()
     return {"cache": cache, "steps": steps, "cache_bytes": nbytes, "cache_storage_bytes": storage,
-            "cached_seq": seq, "cache_bytes_max": max(max_bytes, nbytes),
-            "tokens": torch.cat(tokens, dim=1).cpu()}
+            "cached_seq": seq, "cache_bytes_max": max(max_bytes, nbytes), "tokens": tokens,
+            # what the decode fed (the prompt, then each step's token) and its logits (B, P + N, V)
+            "fed": torch.cat([ids.cpu(), tokens[:, :-1]], dim=1), "logits": torch.cat(logits, dim=1)}
+
+
+def decode_parity(case: str, p: dict, fed: torch.Tensor, decoded: torch.Tensor) -> dict:
+    """The decoded logits (prefill + N steps on the cache, the target's SDPA) against one full
+    forward over the same tokens without a cache, under the tolerance policy: the truth is the
+    same model (same seed, same weights) in float64 on torch's SDPA, the naive yardstick that
+    full forward in the profile's dtype. Runs in the harness's process, on the CPU."""
+    from harness import tolerance
+    runs = {}
+    for dtype in ("float64", p["dtype"]):
+        model = _model(case, {**p, "dtype": dtype}, "cpu", None)
+        with torch.inference_mode():
+            runs[dtype] = model(input_ids=fed, use_cache=False).logits
+    cmp = tolerance.compare(decoded, runs["float64"], runs[p["dtype"]], dtype=getattr(torch, p["dtype"]))
+    return {"decode_max_abs_error": cmp.max_error, "decode_allowed_error": cmp.allowed,
+            "decode_naive_error": cmp.naive_error, "decode_parity": bool(cmp.ok)}
 
 
 def _mha_bytes(ctx: Context, p: dict) -> int | None:
@@ -163,6 +190,7 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
     seq = min(total, p["window"] - 1) if case == "rolling_window" else total
     formula = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], seq, p["batch"], itemsize)
     q1, _, q3 = statistics.quantiles(steps, n=4, method="inclusive") if len(steps) > 1 else (steps[0],) * 3
+    parity = decode_parity(case, p, res["fed"], res["logits"])
     m = {"cache_bytes": res["cache_bytes"], "cache_formula_bytes": formula,
          "match": res["cache_bytes"] == formula, "cached_seq": res["cached_seq"],
          "cache_seq_formula": seq, "cache_storage_bytes": res["cache_storage_bytes"],
@@ -170,7 +198,7 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
          "time_s": statistics.median(steps), "time_iqr_s": q3 - q1, "time_min_s": min(steps),
          "repeats": len(steps), "tokens_per_s": p["batch"] * len(steps) / sum(steps),
          **mem,
-         "model_bytes": res["model_bytes"], "attn_implementation": res["attn_implementation"]}
+         "model_bytes": res["model_bytes"], "attn_implementation": res["attn_implementation"], **parity}
     if case == "rolling_window":
         m["full_cache_formula_bytes"] = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], total,
                                                       p["batch"], itemsize)
@@ -219,6 +247,13 @@ def summary(ctx: Context, rows: list[dict]) -> list[Check]:
         checks.append(Check("kv cache ratios == head ratios", all(r["metrics"]["ratio_match"] for r in ratio),
                             ", ".join(f"kv={r['params']['kv_heads']}: {r['metrics']['cache_ratio_vs_mha']:.4g}"
                                       f" vs {r['metrics']['head_ratio']:.4g}" for r in ratio)))
+    parity = [r for r in ok if "decode_parity" in r["metrics"]]
+    if parity:
+        checks.append(Check("decoded logits == full forward (tolerance policy)",
+                            all(r["metrics"]["decode_parity"] for r in parity),
+                            ", ".join(f"{r['case']} kv={r['params']['kv_heads']}: max error "
+                                      f"{r['metrics']['decode_max_abs_error']:.3g} (allowed "
+                                      f"{r['metrics']['decode_allowed_error']:.3g})" for r in parity)))
     roll = [r for r in ok if r["case"] == "rolling_window"]
     for r in roll:
         m = r["metrics"]
