@@ -166,7 +166,7 @@ def _sinusoidal_judge(cfg, label, args, kwargs):
 CASES: dict[str, Case] = {
     "scaled_dot_product_attention": Case(attn_configs(), _sdpa_calls, _sdpa_judge),
     "sliding_window_attention": Case(window_configs(), _window_calls, _window_judge),
-    "apply_rotary_embedding": Case(rope_configs(), _rope_calls, _rope_judge),
+    "apply_rotary_embedding": Case(rope_configs().map(lambda c: replace(c, base=10000.0)), _rope_calls, _rope_judge),
     "alibi_bias": Case(alibi_configs(), _alibi_calls, _alibi_judge),
     "t5_relative_position_bucket": Case(t5_bucket_configs().map(_defaults), _bucket_calls, _exact, _bucket_exempt),
     "t5_relative_position_bias": Case(t5_bias_configs().map(_defaults), _bias_calls, _exact, _bias_exempt),
