@@ -17,7 +17,7 @@ section only reports.
 """
 from __future__ import annotations
 
-import pandas as pd
+# (pandas is imported where a table is built: the plug-in imports this module in every session)
 
 #: the columns of the written section (consistency.csv, the MD and JSON sections)
 COLUMNS = ["part", "item", "result", "detail"]
@@ -41,9 +41,10 @@ def disagreement_line(entry: dict) -> str:
     return f"backends disagree on {entry['property']}: {shown}"
 
 
-def section_table(rows: list[dict], differential: list[dict]) -> pd.DataFrame:
+def section_table(rows: list[dict], differential: list[dict]):
     """The section as one long table (``COLUMNS``): one line per convention property measured on
     two or more targets, one per differential check."""
+    import pandas as pd
     data = []
     for entry in convention_rows(rows):
         values = ", ".join(f"{t} {v}" for t, v in entry["values"].items())
@@ -66,9 +67,9 @@ def disagreements(rows: list[dict], differential: list[dict]) -> list[str]:
 def summary_line(rows: list[dict], differential: list[dict]) -> str:
     conv = convention_rows(rows)
     agree = sum(e["agree"] for e in conv)
-    counts = pd.Series([d["outcome"] for d in differential], dtype=object).value_counts()
-    diff = ", ".join(f"{k} {int(counts.get(k, 0))}" for k in ("agree", "disagree", "error", "skipped")
-                     if k in ("agree", "disagree") or counts.get(k, 0))
+    outcomes = [d["outcome"] for d in differential]
+    diff = ", ".join(f"{k} {outcomes.count(k)}" for k in ("agree", "disagree", "error", "skipped")
+                     if k in ("agree", "disagree") or outcomes.count(k))
     if not differential:
         diff = "none run (suites/test_consistency.py)"
     return f"consistency: conventions agree {agree} of {len(conv)}; differential checks: {diff}"
@@ -83,6 +84,51 @@ def terminal_lines(rows: list[dict], differential: list[dict], require: bool) ->
         lines.append(f"--require-consistent: {len(bad)} disagreement(s) fail the session" if require else
                      "(reported, not failed: --require-consistent fails a session whose targets disagree)")
     return lines
+
+
+def consistency_check(item) -> str | None:
+    """The differential check a pytest item of a consistency suite (a module with ``CONSISTENCY =
+    True``) is: its ``name`` parameter, the protocol name it compares; None for any other item."""
+    if not getattr(getattr(item, "module", None), "CONSISTENCY", False):
+        return None
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("name") if callspec else None
+
+
+def write_terminal(terminalreporter, rows: list[dict], differential: list[dict], require: bool) -> None:
+    terminalreporter.write_sep("=", "consistency (targets held to each other)")
+    for line in terminal_lines(rows, differential, require):
+        terminalreporter.write_line(line, red=line.startswith("backends disagree"))
+
+
+def disagreement_of(exc: BaseException) -> str | None:
+    """A differential check's failure as one line (its AssertionError's first two lines; of an
+    exception group, the first AssertionError's); None when it holds no AssertionError (an error)."""
+    if getattr(exc, "exceptions", None):  # an exception group (Hypothesis reporting several)
+        found = [disagreement_of(e) for e in exc.exceptions]
+        return next((f for f in found if f), None)
+    if not isinstance(exc, AssertionError):
+        return None
+    why = str(exc).strip().splitlines()
+    return " ".join(why[:2])[:400] if why else "outputs differ"
+
+
+def differential_row(report, props: dict, short_reason) -> dict | None:
+    """A differential check's row from its report: agree (passed), disagree (its outputs differ:
+    xfailed, or failed under --require-consistent), skipped (fewer than two targets share the
+    name) or error (anything else that failed); None for a phase that decided nothing."""
+    if not (report.when == "call" or report.outcome != "passed"):
+        return None
+    disagree = props.get("harness_consistency_disagree")
+    if disagree:
+        outcome, reason = "disagree", disagree
+    elif report.outcome == "passed":
+        outcome, reason = "agree", ""
+    elif report.outcome == "skipped":
+        outcome, reason = "skipped", short_reason(report)
+    else:
+        outcome, reason = "error", short_reason(report)
+    return {"check": props["harness_consistency"], "outcome": outcome, "reason": reason}
 
 
 def markdown(rows: list[dict], differential: list[dict]) -> str:

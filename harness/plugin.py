@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
+from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
 from harness.outcome import Outcome
@@ -212,15 +213,6 @@ def loaded_targets(pytestconfig: pytest.Config) -> list:
     return [t for t in targets(pytestconfig) if t.load_error is None]
 
 
-def consistency_check(item: pytest.Item) -> str | None:
-    """The differential check a test of a consistency suite (a module with ``CONSISTENCY =
-    True``) is: its ``name`` parameter, the protocol name it compares; None for any other test."""
-    if not getattr(getattr(item, "module", None), "CONSISTENCY", False):
-        return None
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("name") if callspec else None
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # only the conformance suites (a module with FAMILY, or a test marked `needs`) are
     # parametrized over the targets; a self-test's own `target` argument is left alone
@@ -268,25 +260,27 @@ def property_of(item: pytest.Item) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """A property none of whose configurations the target supports is reported unsupported,
-    not as Hypothesis' "Unable to satisfy assumptions" error."""
+    not as Hypothesis' "Unable to satisfy assumptions" error; a differential check whose targets
+    disagree is xfailed (reported in the consistency section) unless --require-consistent."""
     from hypothesis.errors import Unsatisfiable
     try:
         return (yield)
-    except AssertionError as exc:
-        if consistency_check(item) is None:
-            raise
-        # a differential check found the targets' outputs different: reported in the consistency
-        # section; a failure only with --require-consistent
-        why = str(exc).strip().splitlines()
-        item.user_properties.append(("harness_consistency_disagree", " ".join(why[:2])[:400] if why else "differ"))
-        if item.config.getoption("require_consistent"):
-            raise
-        pytest.xfail(f"targets disagree (reported; --require-consistent fails it): {why[0] if why else ''}")
     except Unsatisfiable:
         target = _target_of(item)
         if target is None or not target.outcome.unsupported or target.outcome.checked:
             raise
         pytest.skip(f"{runner.UNSUPPORTED} ({target.outcome.unsupported_summary()})")
+    except Exception as exc:  # (an AssertionError, or Hypothesis' group of them)
+        from harness.consistency import disagreement_of
+        why = disagreement_of(exc) if consistency_check(item) is not None else None
+        if why is None:
+            raise
+        # a differential check found the targets' outputs different: reported in the consistency
+        # section; a failure only with --require-consistent
+        item.user_properties.append(("harness_consistency_disagree", why))
+        if item.config.getoption("require_consistent"):
+            raise
+        pytest.xfail(f"targets disagree (reported; --require-consistent fails it): {why}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -342,7 +336,10 @@ class _ResultsSink:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         if "harness_consistency" in props:
-            self._differential(report, props)
+            from harness.consistency import differential_row
+            row = differential_row(report, props, _short_reason)
+            if row is not None:
+                self.differential.append(row)
             return
         if "harness_property" not in props:
             return
@@ -359,23 +356,6 @@ class _ResultsSink:
                               "unsupported_detail": props.get("harness_unsupported_detail"),
                               "reason": reason})
 
-
-    def _differential(self, report: pytest.TestReport, props: dict) -> None:
-        """A differential check's row: agree (passed), disagree (its outputs differ: xfailed, or
-        failed under --require-consistent), skipped (fewer than two targets share the name) or
-        error (anything else that failed)."""
-        if not (report.when == "call" or report.outcome != "passed"):
-            return
-        disagree = props.get("harness_consistency_disagree")
-        if disagree:
-            outcome, reason = "disagree", disagree
-        elif report.outcome == "passed":
-            outcome, reason = "agree", ""
-        elif report.outcome == "skipped":
-            outcome, reason = "skipped", _short_reason(report)
-        else:
-            outcome, reason = "error", _short_reason(report)
-        self.differential.append({"check": props["harness_consistency"], "outcome": outcome, "reason": reason})
 
 
 def _short_reason(report: pytest.TestReport) -> str:
@@ -407,10 +387,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         _conformance_summary(terminalreporter, config, rows)
     section = consistency_data(config)
     if section is not None and (rows or section[1]):
-        from harness.consistency import terminal_lines
-        terminalreporter.write_sep("=", "consistency (targets held to each other)")
-        for line in terminal_lines(*section, require=config.getoption("require_consistent")):
-            terminalreporter.write_line(line, red=line.startswith("backends disagree"))
+        from harness.consistency import write_terminal
+        write_terminal(terminalreporter, *section, require=config.getoption("require_consistent"))
     out = config.getoption("conformance_report")
     if out and (rows or (section and section[1])):
         paths = write_conformance(rows, out, targets=targets(config), consistency=section)

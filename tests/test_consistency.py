@@ -96,3 +96,46 @@ def test_one_target_has_no_section(pytester):
     out = result.stdout.str()
     assert "needs two or more loaded --impl targets" in out
     assert "consistency (targets held to each other)" not in out
+
+
+def test_section_from_rows():
+    """The section's logic on rows as the plug-in collects them: a failure that is a convention
+    mismatch carries what the code follows, a property measured on one target is not compared."""
+    from harness import consistency
+    rows = [
+        {"property": "sliding_window.window_extent", "target": "A", "convention": "w"},
+        {"property": "sliding_window.window_extent", "target": "B", "convention": "w+1"},  # (a mismatch)
+        {"property": "rope.frequencies", "target": "A", "convention": "rotate_half"},
+        {"property": "rope.frequencies", "target": "B", "convention": "rotate_half"},
+        {"property": "sinusoidal.origin", "target": "A", "convention": "interleaved"},
+        {"property": "attention.agreement", "target": "A", "convention": None},
+    ]
+    differential = [{"check": "apply_rotary_embedding", "outcome": "agree", "reason": ""},
+                    {"check": "sliding_window_attention", "outcome": "disagree", "reason": "x"}]
+    assert consistency.disagreements(rows, differential) == [
+        "backends disagree on sliding_window.window_extent: A w, B w+1",
+        "backends disagree on sliding_window_attention outputs: x"]
+    assert consistency.summary_line(rows, differential) == \
+        "consistency: conventions agree 1 of 2; differential checks: agree 1, disagree 1"
+    table = consistency.section_table(rows, differential)
+    assert list(table.columns) == consistency.COLUMNS and len(table) == 4
+    assert consistency.disagreements(rows[2:4], differential[:1]) == []
+
+
+def test_convention_mismatch_carries_the_measurement():
+    from harness.conventions import ConventionMismatch, check_convention, measured_of
+    with pytest.raises(ConventionMismatch) as info:
+        check_convention("window_extent", "w+1", {})
+    assert info.value.measured == "w+1"
+    assert measured_of(check_convention("window_extent", "w", {})) == "w"
+    assert measured_of("convention:nondeterministic (max spread 1e-07)") == "nondeterministic"
+    assert measured_of("profile:causal") is None
+
+
+def test_check_passes_require_consistent():
+    import argparse
+    from harness.commands import check
+    parser = argparse.ArgumentParser()
+    check.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["check", "--impl", "a", "--impl", "b", "--require-consistent"])
+    assert "--require-consistent" in check.pytest_argv(args)

@@ -42,10 +42,11 @@ def test_planted_bug_is_caught(pytester, bug, test, messages):
 
 
 def test_correct_targets_pass(pytester, tmp_path):
+    """reference, the planted base and Hugging Face T5 (compute_bias with past_seen_tokens)."""
     report = tmp_path / "report"
-    result = run_suite(pytester, [SUITE], ["reference", PLANTED / "_base.py"], None,
-                       "--conformance-report", str(report))
-    result.assert_outcomes(passed=2 * len(BUGS))
+    targets = ["reference", PLANTED / "_base.py", "harness.adapters.hf_positions"]
+    result = run_suite(pytester, [SUITE], targets, None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=len(targets) * len(BUGS))
     assert set(conformance(report).values()) == {"pass"}
 
 
