@@ -34,11 +34,13 @@ from harness.guard import ImplementationError
 from harness.loader import BrokenTarget, Missing
 from harness.runner import impl
 from reference.alibi import alibi_distance, alibi_math
-from reference.attention import attention_math
-from reference.rope import rope_math
+from reference.rope import LAYOUTS
 from reference.sinusoidal import sinusoidal_math
 from reference.sliding_window import sliding_window_math
 from reference.t5_bias import relative_positions
+from suites._attention import naive as attention_naive
+from suites._attention import truth as attention_truth
+from suites._positions import rope_naive, rope_truth
 from suites.test_t5_bucket import accepted
 
 #: the plug-in reads it: these tests compare targets with each other (the consistency section),
@@ -51,9 +53,10 @@ class Case:
     """One protocol name's differential check.
 
     ``calls(cfg, device)``: [(label, args, kwargs)], the calls made on every target;
-    ``judge(cfg, label, args, kwargs)``: (transform of an output to the compared tensor, float64 CPU;
+    ``judge(cfg, label, args, kwargs, out_dtype)``: (transform of an output to the compared tensor, float64 CPU;
     what two compared outputs may differ by, or None for "exactly, except where ``exempt``");
-    ``exempt``: (cfg, label, args) -> bool mask of entries either value may take (or None)."""
+    ``exempt``: (cfg, label, args) -> bool mask of entries either value may take (or None);
+    ``out_dtype``: the least precise floating dtype the compared targets returned (the yardstick's)."""
 
     configs: st.SearchStrategy
     calls: Callable
@@ -77,10 +80,9 @@ def _sdpa_calls(cfg, device):
     return [("plain", (q, k, v), {}), ("is_causal=True", (q, k, v), {"is_causal": True})]
 
 
-def _sdpa_judge(cfg, label, args, kwargs):
-    q, k, v = (t.cpu() for t in args)
-    truth = attention_math(q, k, v, **kwargs)
-    return _cpu, _policy(truth, attention_math(q, k, v, compute_dtype=q.dtype, **kwargs), q.dtype)
+def _sdpa_judge(cfg, label, args, kwargs, out_dtype):
+    q, k, v = args  # the attention suites' yardstick: the worst of the three scale placements
+    return _cpu, _policy(attention_truth(q, k, v, **kwargs), attention_naive(q, k, v, **kwargs), q.dtype)
 
 
 def _window_calls(cfg, device):
@@ -88,7 +90,7 @@ def _window_calls(cfg, device):
     return [("default scale", (q, k, v, cfg.window), {})]
 
 
-def _window_judge(cfg, label, args, kwargs):
+def _window_judge(cfg, label, args, kwargs, out_dtype):
     q, k, v = (t.cpu() for t in args[:3])
     truth = sliding_window_math(q, k, v, cfg.window)
     return _cpu, _policy(truth, sliding_window_math(q, k, v, cfg.window, compute_dtype=q.dtype), q.dtype)
@@ -98,11 +100,11 @@ def _rope_calls(cfg, device):
     return [("default base", (cfg.x(device), cfg.positions(device)), {})]
 
 
-def _rope_judge(cfg, label, args, kwargs):
+def _rope_judge(cfg, label, args, kwargs, out_dtype):
     x, pos = (t.cpu() for t in args)
-    angle = torch.float64 if x.dtype == torch.float64 else torch.float32
-    truth = rope_math(x, pos, layout="rotate_half")  # the yardstick's size: both layouts round alike
-    naive = rope_math(x, pos, layout="rotate_half", compute_dtype=x.dtype, angle_dtype=angle)
+    truth = rope_truth(x, pos, 10000.0, "rotate_half")  # (the yardstick's size: the worse layout's)
+    naive = tolerance.worst_naive(truth, [rope_naive(x, pos, 10000.0, lay) - rope_truth(x, pos, 10000.0, lay)
+                                          + truth for lay in LAYOUTS])
     return _cpu, _policy(truth, naive, x.dtype)
 
 
@@ -110,7 +112,7 @@ def _alibi_calls(cfg, device):
     return [("bias", (cfg.heads, cfg.Lq, cfg.Lk), {})]
 
 
-def _alibi_judge(cfg, label, args, kwargs):
+def _alibi_judge(cfg, label, args, kwargs, out_dtype):
     H, Lq, Lk = args
     p = torch.arange(Lq) + (Lk - Lq)
     causal = alibi_distance(Lq, Lk) >= 0
@@ -121,7 +123,7 @@ def _alibi_judge(cfg, label, args, kwargs):
         return rel.masked_fill(~causal, 0)
 
     truth = alibi_math(H, Lq, Lk)
-    return relative, _policy(truth, alibi_math(H, Lq, Lk, compute_dtype=torch.float32).double(), torch.float32)
+    return relative, _policy(truth, alibi_math(H, Lq, Lk, compute_dtype=out_dtype).double(), out_dtype)
 
 
 def _bucket_calls(cfg, device):
@@ -129,7 +131,7 @@ def _bucket_calls(cfg, device):
     return [("defaults", (rp,), {}), ("bidirectional=False", (rp,), {"bidirectional": False})]
 
 
-def _exact(cfg, label, args, kwargs):
+def _exact(cfg, label, args, kwargs, out_dtype):
     return (lambda out: _cpu(out)), None
 
 
@@ -158,9 +160,9 @@ def _sinusoidal_calls(cfg, device):
     return [("table", (cfg.num_positions, cfg.dim), {})]
 
 
-def _sinusoidal_judge(cfg, label, args, kwargs):
+def _sinusoidal_judge(cfg, label, args, kwargs, out_dtype):
     truth = sinusoidal_math(*args)
-    return _cpu, _policy(truth, sinusoidal_math(*args, compute_dtype=torch.float32).double(), torch.float32)
+    return _cpu, _policy(truth, sinusoidal_math(*args, compute_dtype=out_dtype).double(), out_dtype)
 
 
 CASES: dict[str, Case] = {
@@ -197,11 +199,17 @@ def outputs(targets, name: str, calls) -> list[tuple[object, list]]:
     return got
 
 
+def least_precise(outs) -> torch.dtype:
+    """Of the outputs' floating dtypes, the one with the largest eps (float32 if none floats)."""
+    dtypes = [o.dtype for o in outs if isinstance(o, torch.Tensor) and o.dtype.is_floating_point]
+    return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float32)
+
+
 def compare(name: str, cfg, case: Case, calls, results) -> None:
     """Each target's outputs against the first target's; AssertionError on a disagreement."""
     (first, base), rest = results[0], results[1:]
     for i, (label, args, kwargs) in enumerate(calls):
-        view, allowed = case.judge(cfg, label, args, kwargs)
+        view, allowed = case.judge(cfg, label, args, kwargs, least_precise([base[i]] + [o[i] for _, o in rest]))
         a = view(base[i])
         exempt = case.exempt(cfg, label, args, kwargs) if case.exempt else None
         for other, outs in rest:
