@@ -75,3 +75,11 @@ def test_xtransformers_1_0_2_passes(pytester, tmp_path):
     result.assert_outcomes(passed=len(BUGS))
     assert set(conformance(report).values()) == {"pass"}
     assert re.search(r"version 1\.0\.2", result.stdout.str())
+
+
+def test_missing_release_names_the_install_command(monkeypatch, tmp_path):
+    """Without the side-by-side folder the target does not load, and says how to install it."""
+    from harness.adapters.xtransformers_t5_bias import bias_function
+    monkeypatch.setenv("HARNESS_LIBS", str(tmp_path))
+    with pytest.raises(ImportError, match=r"pip install --target .*xt-1\.0\.1 --no-deps x-transformers==1\.0\.1"):
+        bias_function("1.0.1")
