@@ -120,8 +120,10 @@ def target_line(t) -> str:
     return f"- `{t.spec}`: {t.file}{tail}\n"
 
 
-def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
-    """Write conformance.csv, conformance.md and conformance.json into ``out_dir``."""
+def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -> list[Path]:
+    """Write conformance.csv, conformance.md and conformance.json into ``out_dir``; with
+    ``consistency`` (rows, differential rows: several targets, ``harness.consistency``) also
+    consistency.csv, and the section in the MD and JSON."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     wide = conformance_table(rows)
@@ -131,8 +133,18 @@ def write_conformance(rows: list[dict], out_dir, targets=()) -> list[Path]:
     header = "# Conformance\n\n" + "".join(target_line(t) for t in targets) + \
         "\n" + "".join(f"- {line}\n" for line in summary_lines(rows))
     long = long[COLUMNS]
+    tail, data = "", {"results": long.to_dict(orient="records")}
+    if consistency is not None:
+        from harness import consistency as cons
+        section = cons.section_table(*consistency)
+        paths.append(out / "consistency.csv")
+        section.to_csv(paths[-1], index=False)
+        tail = "\n" + cons.markdown(*consistency)
+        data["consistency"] = {"summary": cons.summary_line(*consistency),
+                               "disagreements": cons.disagreements(*consistency),
+                               "rows": section.to_dict(orient="records")}
     paths[1].write_text(header + "\n" + wide.to_markdown() + "\n\n## Failures\n\n" +
                         (long[long.detail != ""].to_markdown(index=False) if (long.detail != "").any()
-                         else "none") + "\n")
-    paths[2].write_text(json.dumps({"results": long.to_dict(orient="records")}, indent=1))
+                         else "none") + "\n" + tail)
+    paths[2].write_text(json.dumps(data, indent=1))
     return paths

@@ -100,7 +100,28 @@ def parse_cli(items: list[str] | None) -> dict[str, str]:
 
 
 class ConventionMismatch(AssertionError):
-    """The code follows a different convention than it declares."""
+    """The code follows a different convention than it declares. ``measured``: the convention the
+    code follows (None: none known), so a report can hold targets' measurements side by side."""
+
+    def __init__(self, message: str, measured: str | None = None):
+        super().__init__(message)
+        self.measured = measured
+
+    def __reduce__(self):
+        return type(self), (str(self), self.measured)
+
+
+#: what a report shows for a behaviour that matches no known convention
+UNNAMED = "(no known convention)"
+
+
+def measured_of(label: str | None) -> str | None:
+    """The measured value in a label ``check_convention`` returned (``convention:w+1``, possibly
+    with a note after a space, e.g. ``convention:nondeterministic (max spread ...)``); None for
+    any other label."""
+    if not label or not label.startswith("convention:"):
+        return None
+    return label.removeprefix("convention:").split(" ", 1)[0]
 
 
 def check_convention(key: str, measured: str | None, declared: dict[str, str], evidence: str = "") -> str:
@@ -114,12 +135,12 @@ def check_convention(key: str, measured: str | None, declared: dict[str, str], e
     if measured is None:
         known = "; ".join(conv.describe(v) for v in conv.values)
         raise ConventionMismatch(
-            f"{key}: the behaviour matches no known convention (known: {known}).{evidence}")
+            f"{key}: the behaviour matches no known convention (known: {known}).{evidence}", UNNAMED)
     if expected is not None and measured != expected:
         source = "declared" if key in declared else "the protocol default"
         raise ConventionMismatch(
             f"{key}: the code follows {conv.describe(measured)}, but {source} is "
             f"{conv.describe(expected)}. This is a named convention, not necessarily a bug: "
             f"if it is intended, declare {DECLARATION_ATTR} = {{{key!r}: {measured!r}}} in the "
-            f"target or pass --convention {key}={measured}.{evidence}")
+            f"target or pass --convention {key}={measured}.{evidence}", measured)
     return f"convention:{measured}"

@@ -6,7 +6,9 @@
   the target lacks it, and fails it when the target cannot provide it;
 - ``pytest_report_header`` prints what is under test;
 - at the end, a conformance table (property x target) is printed and, with
-  ``--conformance-report DIR``, written as CSV, Markdown and JSON.
+  ``--conformance-report DIR``, written as CSV, Markdown and JSON; with two or more targets, a
+  consistency section (``harness.consistency``) follows it, and ``--require-consistent`` fails
+  the session when the targets disagree.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import guard, runner
-from harness.conventions import parse_cli
+from harness.consistency import consistency_check
+from harness.conventions import measured_of, parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
 from harness.outcome import Outcome
 
@@ -39,6 +42,7 @@ settings.register_profile("harness-thorough", max_examples=300, **_COMMON)
 _TARGETS_KEY = pytest.StashKey[list]()
 _RESULTS_KEY = pytest.StashKey[list]()
 _HARNESS_KEY = pytest.StashKey[bool]()
+_CONSISTENCY_KEY = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,6 +69,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "table (default: when they are most of the rows); the written CSV/MD/JSON keep them")
     group.addoption("--show-skipped", action="store_const", const=False, dest="hide_skipped",
                     help="show every row in the terminal's conformance table")
+    group.addoption("--require-consistent", action="store_true", default=False,
+                    help="with several --impl targets (backends of one library): fail the session when "
+                         "they measure different conventions or the differential checks "
+                         "(suites/test_consistency.py) find different outputs; without it they are reported")
     group.addoption("--torch-threads", type=int, default=None, metavar="N",
                     help="torch CPU threads (default 1 for conformance runs: the suites' tensors are "
                          "tiny and thread hand-off dominates; benchmark runs keep torch's default)")
@@ -105,7 +113,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "skipped when the target lacks it")
     config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
     config.stash[_RESULTS_KEY] = rows = []
-    config.pluginmanager.register(_ResultsSink(rows), _SINK_NAME)
+    config.stash[_CONSISTENCY_KEY] = differential = []
+    config.pluginmanager.register(_ResultsSink(rows, differential), _SINK_NAME)
     if not harness:
         return
     if not config.getoption("hypothesis_profile", None):
@@ -198,6 +207,13 @@ def device(pytestconfig: pytest.Config) -> str:
     return resolve_device(pytestconfig)
 
 
+@pytest.fixture(scope="session")
+def loaded_targets(pytestconfig: pytest.Config) -> list:
+    """Every target of the session that loaded, in ``--impl`` order (the differential checks
+    of ``suites/test_consistency.py`` hold them to each other)."""
+    return [t for t in targets(pytestconfig) if t.load_error is None]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # only the conformance suites (a module with FAMILY, or a test marked `needs`) are
     # parametrized over the targets; a self-test's own `target` argument is left alone
@@ -245,7 +261,8 @@ def property_of(item: pytest.Item) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """A property none of whose configurations the target supports is reported unsupported,
-    not as Hypothesis' "Unable to satisfy assumptions" error."""
+    not as Hypothesis' "Unable to satisfy assumptions" error; a differential check whose targets
+    disagree is xfailed (reported in the consistency section) unless --require-consistent."""
     from hypothesis.errors import Unsatisfiable
     try:
         return (yield)
@@ -254,11 +271,25 @@ def pytest_runtest_call(item: pytest.Item):
         if target is None or not target.outcome.unsupported or target.outcome.checked:
             raise
         pytest.skip(f"{runner.UNSUPPORTED} ({target.outcome.unsupported_summary()})")
+    except Exception as exc:  # (an AssertionError, or Hypothesis' group of them)
+        from harness.consistency import disagreement_of
+        why = disagreement_of(exc) if consistency_check(item) is not None else None
+        if why is None:
+            raise
+        # a differential check found the targets' outputs different: reported in the consistency
+        # section; a failure only with --require-consistent
+        item.user_properties.append(("harness_consistency_disagree", why))
+        if item.config.getoption("require_consistent"):
+            raise
+        pytest.xfail(f"targets disagree (reported; --require-consistent fails it): {why}")
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
+    check = consistency_check(item)
+    if check is not None:
+        report.user_properties.append(("harness_consistency", check))
     target = _target_of(item)
     if target is not None and target.worker is not None and report.when == "call":
         withheld = target.worker.output_report()
@@ -275,9 +306,14 @@ def pytest_runtest_makereport(item: pytest.Item, call):
                                            ("harness_failure_message", failure.message),
                                            ("harness_failure_config", failure.config),
                                            ("harness_failure_repro", failure.repro)]
+                if failure.measured:  # a convention mismatch: what the code follows
+                    report.user_properties.append(("harness_convention", failure.measured))
             labels = target.outcome.labels
             if labels and report.passed:
                 report.user_properties.append(("harness_label", labels[-1]))
+                measured = measured_of(labels[-1])
+                if measured:
+                    report.user_properties.append(("harness_convention", measured))
             note = target.outcome.unsupported_note()
             if note and not report.skipped:
                 report.user_properties.append(("harness_unsupported", note[0]))
@@ -294,11 +330,18 @@ class _ResultsSink:
     controller under pytest-xdist). Registered per config, so an in-process pytester run's
     reports go to its own rows, never to those of the session that started it."""
 
-    def __init__(self, rows: list[dict]):
+    def __init__(self, rows: list[dict], differential: list[dict]):
         self.rows = rows
+        self.differential = differential
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
+        if "harness_consistency" in props:
+            from harness.consistency import differential_row
+            row = differential_row(report, props, _short_reason)
+            if row is not None:
+                self.differential.append(row)
+            return
         if "harness_property" not in props:
             return
         if report.when == "call" or report.outcome != "passed":
@@ -309,9 +352,11 @@ class _ResultsSink:
             self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
                               "when": report.when, "outcome": outcome,
                               "label": props.get("harness_label"),
+                              "convention": props.get("harness_convention"),
                               "unsupported": props.get("harness_unsupported"),
                               "unsupported_detail": props.get("harness_unsupported_detail"),
                               "reason": reason})
+
 
 
 def _short_reason(report: pytest.TestReport) -> str:
@@ -332,14 +377,26 @@ def _short_reason(report: pytest.TestReport) -> str:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    from harness.conformance_table import write_conformance
     broken = [t for t in config.stash.get(_TARGETS_KEY, []) if t.load_error]
     if broken:
         terminalreporter.write_sep("=", "targets that do not load")
         for t in broken:
             terminalreporter.write_line(f"target {t.spec!r}: {t.load_error}", red=True)
     rows = config.stash.get(_RESULTS_KEY, [])
-    if not rows:
-        return
+    if rows:
+        _conformance_summary(terminalreporter, config, rows)
+    section = consistency_data(config)
+    if section is not None and (rows or section[1]):
+        from harness.consistency import write_terminal
+        write_terminal(terminalreporter, *section, require=config.getoption("require_consistent"))
+    out = config.getoption("conformance_report")
+    if out and (rows or (section and section[1])):
+        paths = write_conformance(rows, out, targets=targets(config), consistency=section)
+        terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
+
+
+def _conformance_summary(terminalreporter, config: pytest.Config, rows: list[dict]) -> None:
     undeclared = [(r, r["reason"]) for r in rows if r["outcome"] == "skipped"
                   and r["reason"].startswith(f"{runner.UNSUPPORTED} (undeclared")]
     undeclared += [(r, r["unsupported_detail"]) for r in rows
@@ -348,7 +405,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
         for r, why in undeclared:
             terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
-    from harness.conformance_table import summary_lines, terminal_table, write_conformance
+    from harness.conformance_table import summary_lines, terminal_table
     table, hidden = terminal_table(rows, config.getoption("hide_skipped", None))
     terminalreporter.write_sep("=", "conformance (property x target)")
     terminalreporter.write_line(table.to_markdown() if len(table) else "(every row hidden)")
@@ -357,13 +414,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
                                     f"(--show-skipped shows them; the written report keeps them)")
     for line in summary_lines(rows):
         terminalreporter.write_line(line)
-    out = config.getoption("conformance_report")
-    if out:
-        paths = write_conformance(rows, out, targets=targets(config))
-        terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
+
+
+def consistency_data(config: pytest.Config) -> tuple[list[dict], list[dict]] | None:
+    """(conformance rows, differential rows) when two or more targets loaded, else None."""
+    loaded = [t for t in config.stash.get(_TARGETS_KEY, []) if t.load_error is None]
+    if len(loaded) < 2:
+        return None
+    return config.stash.get(_RESULTS_KEY, []), config.stash.get(_CONSISTENCY_KEY, [])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if any(t.load_error for t in session.config.stash.get(_TARGETS_KEY, [])) and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a target that does not load is not a pass
+    section = consistency_data(session.config)
+    if section is not None and session.config.getoption("require_consistent") and session.exitstatus == 0:
+        from harness.consistency import disagreements
+        if disagreements(*section):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the backends disagree
     sys.stdout.flush()

@@ -66,6 +66,12 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          "alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]"),
     Name("t5_relative_position_bucket", ("relative_position", "bidirectional", "num_buckets", "max_distance"),
          "t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128)"),
+    # table: the learned (num_buckets, H) embedding weight; queries aligned to the END of the keys (query i
+    # at position key_len - query_len + i, as in KV-cache decoding); bias[h, i, j] = table[bucket(key - query), h]
+    Name("t5_relative_position_bias",
+         ("table", "query_len", "key_len", "bidirectional", "num_buckets", "max_distance"),
+         "t5_relative_position_bias(table, query_len, key_len, bidirectional=True, num_buckets=32, "
+         "max_distance=128) -> Tensor[H, query_len, key_len]"),
     Name("LayerNorm", ("normalized_shape", "eps", "elementwise_affine"),
          "LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)", kind="class"),
     Name("RMSNorm", ("normalized_shape", "eps", "elementwise_affine"),

@@ -45,8 +45,10 @@ class PropertyFailure(AssertionError):
           repro:  <repro>
     """
 
-    def __init__(self, property: str, kind: str, target: str, detail: str, config: str, repro: str):
+    def __init__(self, property: str, kind: str, target: str, detail: str, config: str, repro: str,
+                 measured: str | None = None):
         self.property, self.kind, self.target = property, kind, target
+        self.measured = measured  # a convention mismatch: the convention the code follows
         self.detail, self.config, self.repro = detail, config, repro
         lines = detail.splitlines()
         self.message = lines[0].strip() if lines else ""
@@ -54,7 +56,8 @@ class PropertyFailure(AssertionError):
                          f"  config: {config}\n  repro:  {repro}")
 
     def __reduce__(self):
-        return type(self), (self.property, self.kind, self.target, self.detail, self.config, self.repro)
+        return type(self), (self.property, self.kind, self.target, self.detail, self.config, self.repro,
+                            self.measured)
 
 
 def property_failure(exc: BaseException | None) -> PropertyFailure | None:
@@ -260,6 +263,6 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
             "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")
         raise PropertyFailure(property_name(check), kind, target.spec, str(exc).strip(), str(cfg),
-                              repro_command(target, check, cfg)) from None
+                              repro_command(target, check, cfg), getattr(exc, "measured", None)) from None
     target.outcome.checked += 1
     return result

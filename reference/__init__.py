@@ -14,11 +14,12 @@ from reference.learned_positions import LearnedPositionEmbedding
 from reference.rope import apply_rotary_embedding
 from reference.alibi import alibi_bias, alibi_slopes
 from reference.t5_bucket import t5_relative_position_bucket
+from reference.t5_bias import t5_relative_position_bias
 
 __all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding",
-           "alibi_slopes", "alibi_bias", "t5_relative_position_bucket"]
+           "alibi_slopes", "alibi_bias", "t5_relative_position_bucket", "t5_relative_position_bias"]
 from reference.mlm import mask_tokens
 from reference.distillation import distillation_loss
 from reference.span_corruption import span_corruption

@@ -8,6 +8,9 @@
   slope_h * j for every key j, one row shared by every query (correct up to the
   per-row constant softmax ignores); the slopes are its value at j = 1.
 - ``t5_relative_position_bucket``: ``T5Attention._relative_position_bucket``.
+- ``t5_relative_position_bias``: ``T5Attention.compute_bias(Lq, Lk, past_seen_tokens=Lk - Lq)``
+  (how T5 decodes with a cache) of a T5Attention whose relative_attention_bias weight is the
+  table; ``is_decoder = not bidirectional``.
 - ``sinusoidal_position_embedding``: DistilBERT's ``create_sinusoidal_embeddings``
   (interleaved columns, computed in NumPy float64, stored as float32).
 
@@ -25,6 +28,7 @@ try:
     from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
     from transformers.models.llama.configuration_llama import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+    from transformers.models.t5.configuration_t5 import T5Config
     from transformers.models.t5.modeling_t5 import T5Attention
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"harness.adapters.hf_positions needs transformers (pip install transformers): {exc}") from exc
@@ -70,6 +74,18 @@ def t5_relative_position_bucket(relative_position: torch.Tensor, bidirectional: 
                                 num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
     return T5Attention._relative_position_bucket(relative_position, bidirectional=bidirectional,
                                                  num_buckets=num_buckets, max_distance=max_distance)
+
+
+def t5_relative_position_bias(table: torch.Tensor, query_len: int, key_len: int, bidirectional: bool = True,
+                              num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+    """(H, Lq, Lk) from a (num_buckets, H) table: the queries are the last Lq positions."""
+    heads = table.shape[1]
+    config = T5Config(d_model=heads, d_kv=1, num_heads=heads, relative_attention_num_buckets=num_buckets,
+                      relative_attention_max_distance=max_distance, is_decoder=not bidirectional)
+    attn = T5Attention(config, has_relative_attention_bias=True).to(table.device, table.dtype)
+    with torch.no_grad():
+        attn.relative_attention_bias.weight.copy_(table)
+        return attn.compute_bias(query_len, key_len, device=table.device, past_seen_tokens=key_len - query_len)[0]
 
 
 def sinusoidal_position_embedding(num_positions: int, dim: int) -> torch.Tensor:

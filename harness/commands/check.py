@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
                              "process, for debugging with pdb")
     options.add_impl_timeout(p)
     options.add_import_timeout(p)
+    p.add_argument("--require-consistent", action="store_true",
+                   help="several --impl targets (one library's backends): exit 1 when they measure different "
+                        "conventions or give different outputs on the same inputs (the consistency section)")
     p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     p.set_defaults(func=main)
@@ -45,6 +48,8 @@ def pytest_argv(args) -> list[str]:
         argv += ["--import-timeout", str(args.import_timeout)]
     if args.profile:
         argv += ["--hypothesis-profile", f"harness-{args.profile}"]
+    if getattr(args, "require_consistent", False):
+        argv += ["--require-consistent"]
     if args.keyword:
         argv += ["-k", args.keyword]
     return argv + list(args.pytest_args)

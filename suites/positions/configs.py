@@ -211,3 +211,45 @@ def t5_bucket_configs(draw, bidirectional=st.booleans()) -> T5BucketConfig:
     return T5BucketConfig(num_buckets=nb, max_distance=md, bidirectional=draw(bidirectional),
                           Lq=draw(_SEQ), Lk=draw(_SEQ), query_offset=draw(st.integers(0, 300)),
                           seed=draw(_SEED))
+
+
+@register
+@dataclass(frozen=True)
+class T5BiasConfig(Config):
+    """t5_relative_position_bias(table (num_buckets, heads), Lq, Lk, ...) with Lq <= Lk."""
+
+    heads: int
+    num_buckets: int
+    max_distance: int
+    bidirectional: bool
+    Lq: int
+    Lk: int
+    seed: int
+
+    def table(self, dtype=torch.float32) -> torch.Tensor:
+        """A random (num_buckets, heads) table."""
+        return torch.randn(self.num_buckets, self.heads, generator=self.generator()).to(dtype)
+
+    def probe_table(self) -> torch.Tensor:
+        """(num_buckets, heads) float32 with entry [b, h] = h * num_buckets + b: every value of the
+        bias names the bucket and the head (column) it was read from (exact below 2^24)."""
+        b = torch.arange(self.num_buckets, dtype=torch.float32)[:, None]
+        h = torch.arange(self.heads, dtype=torch.float32)[None, :]
+        return h * self.num_buckets + b
+
+
+@st.composite
+def t5_bias_configs(draw, distinct_lengths: bool = False, square: bool = False, min_heads: int = 1) -> T5BiasConfig:
+    """Lq < Lk with ``distinct_lengths`` (1 often: one decoding step), Lq = Lk with ``square``."""
+    nb = draw(st.sampled_from(T5_NUM_BUCKETS))
+    md = draw(st.sampled_from([d for d in T5_MAX_DISTANCE if d > nb // 2]))
+    Lk = draw(st.one_of(st.integers(1, 24), st.sampled_from([40, 64, 130])))
+    if distinct_lengths:
+        Lk = max(Lk, 2)
+        Lq = draw(st.one_of(st.just(1), st.integers(1, Lk - 1)))  # 1: one decoding step
+    elif square:
+        Lq = Lk
+    else:
+        Lq = draw(st.integers(1, Lk))
+    return T5BiasConfig(heads=draw(st.integers(min_heads, 12)), num_buckets=nb, max_distance=md,
+                        bidirectional=draw(st.booleans()), Lq=Lq, Lk=Lk, seed=draw(_SEED))

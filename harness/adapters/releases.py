@@ -1,0 +1,50 @@
+"""Old library releases installed side by side, for adapters that hold one release to the protocol.
+
+    pip install --target /tmp/libs/NAME-VERSION --no-deps PACKAGE==VERSION
+
+(``$HARNESS_LIBS`` replaces ``/tmp/libs``.) An installed package keeps its one version; a release
+folder lets a target wrap x-transformers 1.0.1 next to the 2.x the environment has. Nothing is put
+on ``sys.path``: ``load_definitions`` executes the named top-level definitions of one of the
+release's source files (its own code, unchanged) in a namespace of the modules they use, so a
+release whose package ``__init__`` imports what is not installed (x-transformers 1.0.x: entmax)
+can still be wrapped, and the installed version stays the one ``import`` sees.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+
+def release_dir(folder: str) -> Path:
+    """``$HARNESS_LIBS/folder`` (default ``/tmp/libs/folder``); ImportError naming the install
+    command when it is absent."""
+    return Path(os.environ.get("HARNESS_LIBS", "/tmp/libs")) / folder
+
+
+def require(folder: str, package: str, version: str, relpath: str) -> Path:
+    """The release's source file ``relpath``; ImportError with the install command if missing or
+    if the folder holds another version."""
+    root = release_dir(folder)
+    path = root / relpath
+    install = f"pip install --target {root} --no-deps {package}=={version}"
+    if not path.is_file():
+        raise ImportError(f"{package} {version} is not installed side by side at {root} ({install})")
+    dists = list(root.glob(f"{package.replace('-', '_')}-*.dist-info"))
+    found = [d.name.split("-")[1].removesuffix(".dist") for d in dists]
+    if found and version not in found:
+        raise ImportError(f"{root} holds {package} {found}, not {version} ({install})")
+    return path
+
+
+def load_definitions(path: Path, names: tuple[str, ...], namespace: dict) -> dict:
+    """Execute the top-level ``def``/``class`` statements called ``names`` from ``path`` (in source
+    order) in ``namespace``; returns the namespace. ImportError if one is absent."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    wanted = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in names]
+    missing = set(names) - {n.name for n in wanted}
+    if missing:
+        raise ImportError(f"{path} defines no {sorted(missing)}")
+    code = compile(ast.Module(body=wanted, type_ignores=[]), str(path), "exec")
+    exec(code, namespace)  # noqa: S102 - the release's own source, unchanged
+    return namespace

@@ -1,0 +1,250 @@
+"""Differential checks: the session's targets (several ``--impl``, e.g. one library's backends) held
+to each other, as torch's fused SDPA backends are checked against its math backend.
+
+Each test is one protocol name. It runs only when two or more loaded targets define it; it draws
+a configuration, calls every such target on the same seeded inputs, the way a model calls the
+name (the protocol's defaults left to the target: the per-target suites mostly pass every
+argument explicitly, so a default one backend gets wrong can pass them all), and compares each
+output with the first target's. Two outputs that are each within the tolerance policy of the
+float64 reference are within twice its allowance of each other; more is a disagreement. Buckets
+(integers) must be equal, except where the float32 logarithm lands within 1e-4 of a bucket
+boundary (as ``t5_bucket``); ALiBi is compared up to the per-row constant softmax ignores, on the
+causal keys. A disagreement is reported in the consistency section (the test is xfailed) and
+fails only with ``--require-consistent``. A target that raises on an input is left out of that
+comparison (its own suites report it); a configuration a target does not support is compared
+among the others.
+
+    shape notation: q (B, Hq, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev); x (B, H, L, D)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from harness import tolerance
+from suites.attention.configs import attn_configs, window_configs
+from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_configs,
+                                       t5_bias_configs, t5_bucket_configs)
+from harness.guard import ImplementationError
+from harness.loader import BrokenTarget, Missing
+from harness.runner import impl
+from reference.alibi import alibi_distance, alibi_math
+from reference.rope import LAYOUTS
+from reference.sinusoidal import sinusoidal_math
+from reference.sliding_window import sliding_window_math
+from reference.t5_bias import relative_positions
+from suites.attention.helpers import naive as attention_naive
+from suites.attention.helpers import truth as attention_truth
+from suites.positions.helpers import rope_naive, rope_truth
+from suites.positions.test_t5_bucket import accepted
+
+#: the plug-in reads it: these tests compare targets with each other (the consistency section),
+#: they are not properties of one target
+CONSISTENCY = True
+
+
+@dataclass(frozen=True)
+class Case:
+    """One protocol name's differential check.
+
+    ``calls(cfg, device)``: [(label, args, kwargs)], the calls made on every target;
+    ``judge(cfg, label, args, kwargs, out_dtype)``: (transform of an output to the compared tensor, float64 CPU;
+    what two compared outputs may differ by, or None for "exactly, except where ``exempt``");
+    ``exempt``: (cfg, label, args) -> bool mask of entries either value may take (or None);
+    ``out_dtype``: the least precise floating dtype the compared targets returned (the yardstick's)."""
+
+    configs: st.SearchStrategy
+    calls: Callable
+    judge: Callable
+    exempt: Callable | None = None
+
+
+def _cpu(out) -> torch.Tensor:
+    if not isinstance(out, torch.Tensor):
+        raise ImplementationError(f"returned {type(out).__name__}, expected a Tensor")
+    return out.detach().cpu().to(torch.float64)
+
+
+def _policy(truth, naive, dtype):
+    """2 x the policy's allowance (each output may be off the float64 truth by one)."""
+    return 2 * tolerance.allowance(truth, naive, dtype=dtype)
+
+
+def _sdpa_calls(cfg, device):
+    q, k, v = cfg.qkv(device)
+    return [("plain", (q, k, v), {}), ("is_causal=True", (q, k, v), {"is_causal": True})]
+
+
+def _sdpa_judge(cfg, label, args, kwargs, out_dtype):
+    q, k, v = args  # the attention suites' yardstick: the worst of the three scale placements
+    return _cpu, _policy(attention_truth(q, k, v, **kwargs), attention_naive(q, k, v, **kwargs), q.dtype)
+
+
+def _window_calls(cfg, device):
+    q, k, v = cfg.qkv(device)
+    return [("default scale", (q, k, v, cfg.window), {})]
+
+
+def _window_judge(cfg, label, args, kwargs, out_dtype):
+    q, k, v = (t.cpu() for t in args[:3])
+    truth = sliding_window_math(q, k, v, cfg.window)
+    return _cpu, _policy(truth, sliding_window_math(q, k, v, cfg.window, compute_dtype=q.dtype), q.dtype)
+
+
+def _rope_calls(cfg, device):
+    return [("default base", (cfg.x(device), cfg.positions(device)), {})]
+
+
+def _rope_judge(cfg, label, args, kwargs, out_dtype):
+    x, pos = (t.cpu() for t in args)
+    truth = rope_truth(x, pos, 10000.0, "rotate_half")  # (the yardstick's size: the worse layout's)
+    naive = tolerance.worst_naive(truth, [rope_naive(x, pos, 10000.0, lay) - rope_truth(x, pos, 10000.0, lay)
+                                          + truth for lay in LAYOUTS])
+    return _cpu, _policy(truth, naive, x.dtype)
+
+
+def _alibi_calls(cfg, device):
+    return [("bias", (cfg.heads, cfg.Lq, cfg.Lk), {})]
+
+
+def _alibi_judge(cfg, label, args, kwargs, out_dtype):
+    H, Lq, Lk = args
+    p = torch.arange(Lq) + (Lk - Lq)
+    causal = alibi_distance(Lq, Lk) >= 0
+
+    def relative(out):  # minus each row's value at its own position; the causal keys only
+        out = _cpu(out)
+        rel = out - out.gather(-1, p.view(1, Lq, 1).expand(H, Lq, 1))
+        return rel.masked_fill(~causal, 0)
+
+    truth = alibi_math(H, Lq, Lk)
+    return relative, _policy(truth, alibi_math(H, Lq, Lk, compute_dtype=out_dtype).double(), out_dtype)
+
+
+def _bucket_calls(cfg, device):
+    rp = cfg.relative_positions(device)
+    return [("defaults", (rp,), {}), ("bidirectional=False", (rp,), {"bidirectional": False})]
+
+
+def _exact(cfg, label, args, kwargs, out_dtype):
+    return (lambda out: _cpu(out)), None
+
+
+def _bucket_exempt(cfg, label, args, kwargs):
+    lo, hi = accepted(args[0].cpu(), kwargs.get("bidirectional", True), 32, 128)
+    return lo != hi
+
+
+def _defaults(cfg):
+    """The protocol's T5 defaults (num_buckets=32, max_distance=128, bidirectional), so the config
+    printed is the one called."""
+    return replace(cfg, num_buckets=32, max_distance=128, bidirectional=True)
+
+
+def _bias_calls(cfg, device):
+    table = cfg.table().to(device)  # (32, H): the default num_buckets
+    return [("defaults", (table, cfg.Lq, cfg.Lk), {})]
+
+
+def _bias_exempt(cfg, label, args, kwargs):
+    lo, hi = accepted(relative_positions(cfg.Lq, cfg.Lk), True, 32, 128)
+    return (lo != hi).expand(cfg.heads, cfg.Lq, cfg.Lk)
+
+
+def _sinusoidal_calls(cfg, device):
+    return [("table", (cfg.num_positions, cfg.dim), {})]
+
+
+def _sinusoidal_judge(cfg, label, args, kwargs, out_dtype):
+    truth = sinusoidal_math(*args)
+    return _cpu, _policy(truth, sinusoidal_math(*args, compute_dtype=out_dtype).double(), out_dtype)
+
+
+CASES: dict[str, Case] = {
+    "scaled_dot_product_attention": Case(attn_configs(), _sdpa_calls, _sdpa_judge),
+    "sliding_window_attention": Case(window_configs(), _window_calls, _window_judge),
+    "apply_rotary_embedding": Case(rope_configs().map(lambda c: replace(c, base=10000.0)), _rope_calls, _rope_judge),
+    "alibi_bias": Case(alibi_configs(), _alibi_calls, _alibi_judge),
+    "t5_relative_position_bucket": Case(t5_bucket_configs().map(_defaults), _bucket_calls, _exact, _bucket_exempt),
+    "t5_relative_position_bias": Case(t5_bias_configs().map(_defaults), _bias_calls, _exact, _bias_exempt),
+    "sinusoidal_position_embedding": Case(sinusoidal_configs(), _sinusoidal_calls, _sinusoidal_judge),
+}
+
+
+def sharing(targets, name: str) -> list:
+    """The loaded targets that define ``name`` (a broken one is its own suites' failure)."""
+    out = []
+    for t in targets:
+        try:
+            t.lookup(name)
+        except (Missing, BrokenTarget):
+            continue
+        out.append(t)
+    return out
+
+
+def outputs(targets, name: str, calls) -> list[tuple[object, list]]:
+    """[(target, [output per call])] for the targets whose every call returned."""
+    got = []
+    for t in targets:
+        try:
+            got.append((t, [impl(t, name)(*args, **kwargs) for _, args, kwargs in calls]))
+        except ImplementationError:
+            continue  # (raised, timed out, crashed: the target's own suites report it)
+    return got
+
+
+def least_precise(outs) -> torch.dtype:
+    """Of the outputs' floating dtypes, the one with the largest eps (float32 if none floats)."""
+    dtypes = [o.dtype for o in outs if isinstance(o, torch.Tensor) and o.dtype.is_floating_point]
+    return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float32)
+
+
+def compare(name: str, cfg, case: Case, calls, results) -> None:
+    """Each target's outputs against the first target's; AssertionError on a disagreement."""
+    (first, base), rest = results[0], results[1:]
+    for i, (label, args, kwargs) in enumerate(calls):
+        view, allowed = case.judge(cfg, label, args, kwargs, least_precise([base[i]] + [o[i] for _, o in rest]))
+        a = view(base[i])
+        exempt = case.exempt(cfg, label, args, kwargs) if case.exempt else None
+        for other, outs in rest:
+            b = view(outs[i])
+            if a.shape != b.shape:
+                raise AssertionError(f"{first.spec} and {other.spec} give {name} ({label}) outputs of shapes "
+                                     f"{tuple(a.shape)} and {tuple(b.shape)}; config {cfg.to_json()}")
+            same_nan = torch.isnan(a) & torch.isnan(b)
+            diff = (a - b).abs().masked_fill(same_nan | (a == b), 0).nan_to_num(float("inf"))
+            if exempt is not None:
+                diff = diff.masked_fill(exempt, 0)
+            worst = float(diff.max()) if diff.numel() else 0.0
+            if worst > (allowed or 0.0):
+                idx = tuple(int(v) for v in (diff == diff.max()).nonzero()[0])
+                bound = f"allowed {allowed:.3e} (twice the tolerance policy's allowance)" if allowed else \
+                    "they must be equal"
+                raise AssertionError(
+                    f"{name} ({label}) at {idx}: {first.spec} {float(a[idx]):.6g}, {other.spec} {float(b[idx]):.6g}; "
+                    f"max |difference| {worst:.3e}, {bound}; config {cfg.to_json()}")
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@given(data=st.data())
+def test_outputs_agree(loaded_targets, name, data):
+    """The targets that define ``name`` give the same outputs on the same inputs."""
+    if len(loaded_targets) < 2:
+        pytest.skip("a differential check needs two or more loaded --impl targets")
+    targets = sharing(loaded_targets, name)
+    if len(targets) < 2:
+        pytest.skip(f"fewer than two targets define {name}")
+    case = CASES[name]
+    cfg = data.draw(case.configs, label="cfg")
+    supported = [t for t in targets if t.supports(cfg)]
+    assume(len(supported) >= 2)  # (declared dtypes / sizes: compared where two take the config)
+    calls = case.calls(cfg, supported[0].device)
+    results = outputs(supported, name, calls)
+    assume(len(results) >= 2)
+    compare(name, cfg, case, calls, results)

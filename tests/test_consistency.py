@@ -1,0 +1,141 @@
+"""The consistency section: several targets in one session held to each other.
+
+- the planted pair (tests/planted/consistency/eager.py, fused.py) passes the attention-causal and
+  RoPE properties alone, each with its conventions named; held to each other the section reports
+  the convention they disagree on (attention.causal: top_left vs bottom_right) and the output the
+  differential check finds different (RoPE called with its default base: fused.py's bug), in the
+  terminal and in conformance.md / .json / consistency.csv; the session passes without
+  ``--require-consistent`` and fails with it;
+- transformers 4.38.2's Mistral eager and FlashAttention-2 window paths (HF issue 29623: w keys vs
+  w + 1) disagree on sliding_window.window_extent and the window outputs, and
+  ``--require-consistent`` fails (skipped with the reason without the side-by-side release);
+- controls: reference and torch.nn.functional agree (``--require-consistent`` passes); one target
+  alone has no section and skips the differential checks.
+Every run is in-process under the derandomized ci profile.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planted_support import ROOT, run_suite
+
+PAIR = ROOT / "tests" / "planted" / "consistency"
+EAGER, FUSED = PAIR / "eager.py", PAIR / "fused.py"
+
+
+def _pair(pytester, tmp_path, *extra):
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_attention_masks.py", "test_rope.py", "test_consistency.py"],
+                       [EAGER, FUSED], "test_causal or test_frequencies or test_agreement or test_outputs_agree",
+                       "--conformance-report", str(report), *extra)
+    return result, report
+
+
+def test_planted_pair_disagrees(pytester, tmp_path):
+    result, report = _pair(pytester, tmp_path)
+    assert result.ret == 0, result.stdout.str()[-3000:]  # reported, not failed
+    out = result.stdout.str()
+    assert "consistency (targets held to each other)" in out
+    assert f"backends disagree on attention.causal: {EAGER} top_left, {FUSED} bottom_right" in out, out[-3000:]
+    assert "backends disagree on apply_rotary_embedding outputs" in out, out[-3000:]
+    assert "--require-consistent fails" in out
+    # alone, each passes: every property cell of both targets is a pass or a named convention
+    cells = json.loads((report / "conformance.json").read_text())
+    assert {r["result"].split(":")[0] for r in cells["results"]} <= {"pass", "convention"}, cells["results"]
+    section = cells["consistency"]
+    assert any("attention.causal" in line for line in section["disagreements"])
+    rows = {(r["part"], r["item"]): r["result"] for r in section["rows"]}
+    assert rows[("convention", "attention.causal")] == "disagree"
+    assert rows[("convention", "rope.frequencies")] == "agree"  # both rotate_half
+    assert rows[("differential", "apply_rotary_embedding")] == "disagree"
+    assert "## Consistency" in (report / "conformance.md").read_text()
+    assert "apply_rotary_embedding,disagree" in (report / "consistency.csv").read_text()
+
+
+def test_require_consistent_fails_the_planted_pair(pytester, tmp_path):
+    result, _ = _pair(pytester, tmp_path, "--require-consistent")
+    assert result.ret == 1
+    assert "--require-consistent: " in result.stdout.str()
+
+
+def test_hf_mistral_window_paths_disagree(pytester, tmp_path):
+    """transformers 4.38.2: the eager mask keeps w keys, the FA2 call window_size=(w, w) w + 1."""
+    eager, fa2 = "harness.adapters.hf_mistral_eager_window", "harness.adapters.hf_mistral_fa2_window"
+    for module in (eager, fa2):
+        try:
+            __import__(module)
+        except ImportError as exc:
+            pytest.skip(f"transformers 4.38.2 not installed side by side: {exc}")
+    args = (["test_sliding_window.py", "test_consistency.py"], [eager, fa2],
+            "test_window_extent or sliding_window_attention")
+    result = run_suite(pytester, *args)
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:]  # each passes alone (fa2 declares w+1)
+    assert f"backends disagree on sliding_window.window_extent: {eager} w, {fa2} w+1" in out, out[-3000:]
+    assert "backends disagree on sliding_window_attention outputs" in out
+    strict = run_suite(pytester, *args, "--require-consistent")
+    assert strict.ret == 1
+
+
+def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
+    result = run_suite(pytester, ["test_attention_masks.py", "test_consistency.py"],
+                       ["reference", "torch.nn.functional"],
+                       "test_causal or scaled_dot_product_attention", "--require-consistent")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    out = result.stdout.str()
+    assert "backends disagree" not in out
+    assert "conventions agree 1 of 1; differential checks: agree 1" in out, out[-2000:]
+
+
+def test_one_target_has_no_section(pytester):
+    result = run_suite(pytester, ["test_consistency.py"], ["reference"], "scaled_dot_product_attention",
+                       "-rs")
+    result.assert_outcomes(skipped=1)
+    out = result.stdout.str()
+    assert "needs two or more loaded --impl targets" in out
+    assert "consistency (targets held to each other)" not in out
+
+
+def test_section_from_rows():
+    """The section's logic on rows as the plug-in collects them: a failure that is a convention
+    mismatch carries what the code follows, a property measured on one target is not compared."""
+    from harness import consistency
+    rows = [
+        {"property": "sliding_window.window_extent", "target": "A", "convention": "w"},
+        {"property": "sliding_window.window_extent", "target": "B", "convention": "w+1"},  # (a mismatch)
+        {"property": "rope.frequencies", "target": "A", "convention": "rotate_half"},
+        {"property": "rope.frequencies", "target": "B", "convention": "rotate_half"},
+        {"property": "sinusoidal.origin", "target": "A", "convention": "interleaved"},
+        {"property": "attention.agreement", "target": "A", "convention": None},
+    ]
+    differential = [{"check": "apply_rotary_embedding", "outcome": "agree", "reason": ""},
+                    {"check": "sliding_window_attention", "outcome": "disagree", "reason": "x"}]
+    assert consistency.disagreements(rows, differential) == [
+        "backends disagree on sliding_window.window_extent: A w, B w+1",
+        "backends disagree on sliding_window_attention outputs: x"]
+    assert consistency.summary_line(rows, differential) == \
+        "consistency: conventions agree 1 of 2; differential checks: agree 1, disagree 1"
+    table = consistency.section_table(rows, differential)
+    assert list(table.columns) == consistency.COLUMNS and len(table) == 4
+    assert consistency.disagreements(rows[2:4], differential[:1]) == []
+
+
+def test_convention_mismatch_carries_the_measurement():
+    from harness.conventions import ConventionMismatch, check_convention, measured_of
+    with pytest.raises(ConventionMismatch) as info:
+        check_convention("window_extent", "w+1", {})
+    assert info.value.measured == "w+1"
+    assert measured_of(check_convention("window_extent", "w", {})) == "w"
+    assert measured_of("convention:nondeterministic (max spread 1e-07)") == "nondeterministic"
+    assert measured_of("profile:causal") is None
+
+
+def test_check_passes_require_consistent():
+    import argparse
+    from harness.commands import check
+    parser = argparse.ArgumentParser()
+    check.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["check", "--impl", "a", "--impl", "b", "--require-consistent"])
+    assert "--require-consistent" in check.pytest_argv(args)

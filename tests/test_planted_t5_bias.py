@@ -1,0 +1,85 @@
+"""The T5 bias glue (``t5_relative_position_bias``, suites/positions/test_t5_bias.py) catches real bugs:
+each planted target in ``tests/planted/t5_bias/`` fails exactly the property named for it;
+the reference and the planted base pass. x-transformers 1.0.1 (queries aligned to the start
+of the keys) fails ``t5_bias.end_alignment`` in the CI profile and 1.0.2 passes, each from a
+side-by-side release (``pip install --target /tmp/libs/xt-1.0.X --no-deps x-transformers==1.0.X``;
+skipped with the reason when absent; .ci/run installs them).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from planted_support import assert_caught, conformance, property_of, run_suite, suite_tests
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "planted" / "t5_bias"
+SUITE = "test_t5_bias.py"
+
+BUGS = [
+    ("start_aligned.py", "test_end_alignment", ["aligned to the START of the keys"]),
+    ("heads_one_column.py", "test_heads", ["each head must read its own column"]),
+    ("query_minus_key.py", "test_relative_sign", ["buckets of query - key"]),
+    ("bias_scaled.py", "test_lookup", ["the bias is the table's entry itself"]),
+]
+
+
+def test_table_is_consistent():
+    files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
+    assert files == {b for b, _, _ in BUGS}
+    assert set(suite_tests(SUITE)) == {t for _, t, _ in BUGS}  # every property has its bug
+    for bug, test, _ in BUGS:
+        doc = (PLANTED / bug).read_text()
+        assert doc.startswith('"""Planted bug') and "Real pattern" in doc, bug
+        assert f"Caught by: {property_of(SUITE, test)}" in doc, bug
+
+
+@pytest.mark.parametrize("bug,test,messages", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
+def test_planted_bug_is_caught(pytester, bug, test, messages):
+    assert_caught(pytester, SUITE, PLANTED / bug, test, messages)
+
+
+def test_correct_targets_pass(pytester, tmp_path):
+    """reference, the planted base and Hugging Face T5 (compute_bias with past_seen_tokens)."""
+    report = tmp_path / "report"
+    targets = ["reference", PLANTED / "_base.py", "harness.adapters.hf_positions"]
+    result = run_suite(pytester, [SUITE], targets, None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=len(targets) * len(BUGS))
+    assert set(conformance(report).values()) == {"pass"}
+
+
+def _release_target(version: str) -> str:
+    module = f"harness.adapters.xtransformers_{version.replace('.', '_')}_t5_bias"
+    try:
+        __import__(module)
+    except ImportError as exc:
+        pytest.skip(f"x-transformers {version} not installed side by side: {exc}")
+    return module
+
+
+def test_xtransformers_1_0_1_is_caught(pytester):
+    """1.0.1's q_pos = arange(i) puts a decoding step's query at position 0."""
+    target = _release_target("1.0.1")
+    result = run_suite(pytester, [SUITE], [target], "test_end_alignment")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "[t5_bias.end_alignment]" in out and "x-transformers 1.0.1" in out, out[-2000:]
+
+
+def test_xtransformers_1_0_2_passes(pytester, tmp_path):
+    target = _release_target("1.0.2")
+    report = tmp_path / "report"
+    result = run_suite(pytester, [SUITE], [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=len(BUGS))
+    assert set(conformance(report).values()) == {"pass"}
+    assert re.search(r"version 1\.0\.2", result.stdout.str())
+
+
+def test_missing_release_names_the_install_command(monkeypatch, tmp_path):
+    """Without the side-by-side folder the target does not load, and says how to install it."""
+    from harness.adapters.xtransformers_t5_bias import bias_function
+    monkeypatch.setenv("HARNESS_LIBS", str(tmp_path))
+    with pytest.raises(ImportError, match=r"pip install --target .*xt-1\.0\.1 --no-deps x-transformers==1\.0\.1"):
+        bias_function("1.0.1")
