@@ -24,6 +24,7 @@ from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
 from harness.outcome import Outcome
+from harness.session_rows import NOT_LOADED, ResultsSink, conformance_summary
 
 _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -114,7 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
     config.stash[_RESULTS_KEY] = rows = []
     config.stash[_CONSISTENCY_KEY] = differential = []
-    config.pluginmanager.register(_ResultsSink(rows, differential), _SINK_NAME)
+    config.pluginmanager.register(ResultsSink(rows, differential), _SINK_NAME)
     if not harness:
         return
     if not config.getoption("hypothesis_profile", None):
@@ -148,7 +149,6 @@ def targets(config: pytest.Config):
 
 
 #: the skip reason of every test of a target that does not load (its cause is printed once)
-NOT_LOADED = "does not load"
 
 
 def not_loaded_reason(target) -> str:
@@ -325,57 +325,6 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 _SINK_NAME = "harness-conformance-rows"
 
 
-class _ResultsSink:
-    """Collects this session's conformance rows from the reports (where they are logged: the
-    controller under pytest-xdist). Registered per config, so an in-process pytester run's
-    reports go to its own rows, never to those of the session that started it."""
-
-    def __init__(self, rows: list[dict], differential: list[dict]):
-        self.rows = rows
-        self.differential = differential
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        if "harness_consistency" in props:
-            from harness.consistency import differential_row
-            row = differential_row(report, props, _short_reason)
-            if row is not None:
-                self.differential.append(row)
-            return
-        if "harness_property" not in props:
-            return
-        if report.when == "call" or report.outcome != "passed":
-            reason = _short_reason(report)
-            outcome = report.outcome
-            if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
-                outcome = "failed"  # an error in the table, not a skip: the target could not be tested
-            self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
-                              "when": report.when, "outcome": outcome,
-                              "label": props.get("harness_label"),
-                              "convention": props.get("harness_convention"),
-                              "unsupported": props.get("harness_unsupported"),
-                              "unsupported_detail": props.get("harness_unsupported_detail"),
-                              "reason": reason})
-
-
-
-def _short_reason(report: pytest.TestReport) -> str:
-    """One line for the table: why it was skipped, or the failure's kind and first message line
-    (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
-    any other failure: its first ``E`` line)."""
-    if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
-    if report.failed:
-        props = dict(report.user_properties)
-        if "harness_failure_kind" in props:
-            message = props["harness_failure_message"]
-            return (f"{props['harness_failure_kind']}: {message}" if message else props["harness_failure_kind"])[:300]
-        text = str(report.longrepr)
-        lines = [ln for ln in text.strip().splitlines() if ln.startswith("E ")]
-        return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1])[:300] if text.strip() else "failed"
-    return ""
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     from harness.conformance_table import write_conformance
     broken = [t for t in config.stash.get(_TARGETS_KEY, []) if t.load_error]
@@ -385,7 +334,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             terminalreporter.write_line(f"target {t.spec!r}: {t.load_error}", red=True)
     rows = config.stash.get(_RESULTS_KEY, [])
     if rows:
-        _conformance_summary(terminalreporter, config, rows)
+        conformance_summary(terminalreporter, config, rows)
     section = consistency_data(config)
     if section is not None and (rows or section[1]):
         from harness.consistency import write_terminal
@@ -394,26 +343,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if out and (rows or (section and section[1])):
         paths = write_conformance(rows, out, targets=targets(config), consistency=section)
         terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
-
-
-def _conformance_summary(terminalreporter, config: pytest.Config, rows: list[dict]) -> None:
-    undeclared = [(r, r["reason"]) for r in rows if r["outcome"] == "skipped"
-                  and r["reason"].startswith(f"{runner.UNSUPPORTED} (undeclared")]
-    undeclared += [(r, r["unsupported_detail"]) for r in rows
-                   if "(undeclared" in (r.get("unsupported_detail") or "")]
-    if undeclared:  # not a bug, not a pass: the target raised NotImplementedError without declaring it
-        terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
-        for r, why in undeclared:
-            terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
-    from harness.conformance_table import summary_lines, terminal_table
-    table, hidden = terminal_table(rows, config.getoption("hide_skipped", None))
-    terminalreporter.write_sep("=", "conformance (property x target)")
-    terminalreporter.write_line(table.to_markdown() if len(table) else "(every row hidden)")
-    if hidden:
-        terminalreporter.write_line(f"{hidden} row(s) where every target was skipped are hidden "
-                                    f"(--show-skipped shows them; the written report keeps them)")
-    for line in summary_lines(rows):
-        terminalreporter.write_line(line)
 
 
 def consistency_data(config: pytest.Config) -> tuple[list[dict], list[dict]] | None:

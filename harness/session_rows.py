@@ -1,0 +1,86 @@
+"""The conformance rows a pytest session collects, and how the terminal shows them.
+
+The plug-in (``harness.plugin``) registers one ``ResultsSink`` per config (a pytester run inside
+a session gets its own) and calls ``conformance_summary`` from ``pytest_terminal_summary``.
+A row: ``property``, ``target``, ``when``, ``outcome``, ``label``, ``convention``, ``unsupported``,
+``unsupported_detail``, ``reason`` (``harness.conformance_table`` turns rows into the table).
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness import runner
+
+#: the reason of a skip because the target does not load (an error in the table, not a skip)
+NOT_LOADED = "does not load"
+
+
+class ResultsSink:
+    """Collects this session's conformance rows from the reports (where they are logged: the
+    controller under pytest-xdist). Registered per config, so an in-process pytester run's
+    reports go to its own rows, never to those of the session that started it."""
+
+    def __init__(self, rows: list[dict], differential: list[dict]):
+        self.rows = rows
+        self.differential = differential
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if "harness_consistency" in props:
+            from harness.consistency import differential_row
+            row = differential_row(report, props, short_reason)
+            if row is not None:
+                self.differential.append(row)
+            return
+        if "harness_property" not in props:
+            return
+        if report.when == "call" or report.outcome != "passed":
+            reason = short_reason(report)
+            outcome = report.outcome
+            if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
+                outcome = "failed"  # an error in the table, not a skip: the target could not be tested
+            self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
+                              "when": report.when, "outcome": outcome,
+                              "label": props.get("harness_label"),
+                              "convention": props.get("harness_convention"),
+                              "unsupported": props.get("harness_unsupported"),
+                              "unsupported_detail": props.get("harness_unsupported_detail"),
+                              "reason": reason})
+
+
+
+def short_reason(report: pytest.TestReport) -> str:
+    """One line for the table: why it was skipped, or the failure's kind and first message line
+    (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
+    any other failure: its first ``E`` line)."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    if report.failed:
+        props = dict(report.user_properties)
+        if "harness_failure_kind" in props:
+            message = props["harness_failure_message"]
+            return (f"{props['harness_failure_kind']}: {message}" if message else props["harness_failure_kind"])[:300]
+        text = str(report.longrepr)
+        lines = [ln for ln in text.strip().splitlines() if ln.startswith("E ")]
+        return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1])[:300] if text.strip() else "failed"
+    return ""
+
+
+def conformance_summary(terminalreporter, config: pytest.Config, rows: list[dict]) -> None:
+    undeclared = [(r, r["reason"]) for r in rows if r["outcome"] == "skipped"
+                  and r["reason"].startswith(f"{runner.UNSUPPORTED} (undeclared")]
+    undeclared += [(r, r["unsupported_detail"]) for r in rows
+                   if "(undeclared" in (r.get("unsupported_detail") or "")]
+    if undeclared:  # not a bug, not a pass: the target raised NotImplementedError without declaring it
+        terminalreporter.write_sep("=", "unsupported without a declaration (NotImplementedError)")
+        for r, why in undeclared:
+            terminalreporter.write_line(f"{r['property']} [{r['target']}]: {why}", yellow=True)
+    from harness.conformance_table import summary_lines, terminal_table
+    table, hidden = terminal_table(rows, config.getoption("hide_skipped", None))
+    terminalreporter.write_sep("=", "conformance (property x target)")
+    terminalreporter.write_line(table.to_markdown() if len(table) else "(every row hidden)")
+    if hidden:
+        terminalreporter.write_line(f"{hidden} row(s) where every target was skipped are hidden "
+                                    f"(--show-skipped shows them; the written report keeps them)")
+    for line in summary_lines(rows):
+        terminalreporter.write_line(line)
