@@ -10,13 +10,13 @@ from reference.rmsnorm import RMSNorm
 from reference.blocks import residual_block
 from reference.sinusoidal import sinusoidal_position_embedding
 from reference.learned_positions import LearnedPositionEmbedding
-from reference.rope import apply_rotary_embedding
+from reference.rope import RotaryEmbedding, apply_rotary_embedding
 from reference.alibi import alibi_bias, alibi_slopes
 from reference.t5_bucket import t5_relative_position_bucket
 
 __all__ = ["scaled_dot_product_attention", "sliding_window_attention",
            "LayerNorm", "RMSNorm", "residual_block",
-           "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding",
+           "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
            "alibi_slopes", "alibi_bias", "t5_relative_position_bucket"]
 from reference.mlm import mask_tokens
 from reference.distillation import distillation_loss
