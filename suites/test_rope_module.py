@@ -12,7 +12,7 @@ first one's positions), 0.8.2 wrote the table of a call at offset o into the row
 a sequence does. So the property is a Hypothesis state machine
 (``hypothesis.stateful.RuleBasedStateMachine``): it builds the module once, then draws calls
 (any length and offset, a decode step after the previous call, a longer call at the same offset,
-the same length at another offset, the same call in another dtype, a move to another device
+the same length at another offset, a restart from position 0 after an offset, the same call in another dtype, a move to another device
 where there are two), and checks every call against the float64 rotation with the tolerance
 policy. The pairing is a named convention (``rope_layout``), measured once per sequence on fresh
 instances. A failure reports the shrunk sequence as the configuration (``RopeCallsConfig.calls``)
@@ -236,6 +236,13 @@ def machine_for(target):
             """The same length at another offset."""
             L0, off0, dtype, device = self.last
             self.call(L0, (off0 + step) % (MAX_POSITION - L0 + 1), dtype, device)
+
+        @precondition(lambda self: self.cfg.calls and self.last[1] > 0)
+        @rule(L=_LENGTH)
+        def restart(self, L):
+            """A new sequence from position 0 after calls at an offset (a new prompt)."""
+            _, _, dtype, device = self.last
+            self.call(L, 0, dtype, device)
 
         @precondition(lambda self: self.cfg.calls and len(dtypes) > 1)
         @rule(data=st.data())
