@@ -137,4 +137,5 @@ def config_fields() -> set[str]:
     import harness.configs_bert  # noqa: F401  (each registers its configurations)
     import harness.configs_norms  # noqa: F401
     import harness.configs_positions  # noqa: F401
+    import harness.configs_stateful  # noqa: F401
     return {f.name for cls in configs._REGISTRY.values() for f in dataclasses.fields(cls)}

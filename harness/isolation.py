@@ -36,7 +36,7 @@ DEFAULT_IMPORT_TIMEOUT = options.IMPORT_TIMEOUT_S
 #: characters of a target's output forwarded per test (each call's is capped first)
 OUTPUT_BUDGET = 16 * 1024
 _PRELOAD = ["torch", "harness.worker", "harness.loader", "harness.configs_bert",
-            "harness.configs_norms", "harness.configs_positions"]
+            "harness.configs_norms", "harness.configs_positions", "harness.configs_stateful"]
 _LIVE: set["Worker"] = set()
 _context = None
 

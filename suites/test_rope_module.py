@@ -162,9 +162,10 @@ def _dtypes(target) -> list[str]:
 
 
 def _devices(target) -> list[str]:
-    here = torch.device(target.device).type
-    other = "cpu" if here != "cpu" else ("cuda" if torch.cuda.is_available() else None)
-    return [target.device] + ([other] if other else [])
+    """The target's device, and the CPU when that is another one (``--device cuda``): a module
+    under test on an accelerator is also moved to the CPU and back; one under test on the CPU
+    stays there (it may be a CPU-only kernel)."""
+    return [target.device] + (["cpu"] if torch.device(target.device).type != "cpu" else [])
 
 
 _LENGTH = st.one_of(st.integers(1, 8), st.integers(9, 40))

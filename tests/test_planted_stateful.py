@@ -20,6 +20,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.cli import main as cli_main
 from planted_support import ROOT, assert_caught, conformance, run_suite
@@ -134,9 +135,44 @@ def test_fixed_release_passes(pytester, tmp_path, version):
     assert conformance(report)[(PROPERTY, str(target))] == "convention:interleaved"
 
 
+def test_torchtune_module_passes(pytester, tmp_path):
+    """torchtune's RotaryPositionalEmbeddings, one instance with its construction-time cache."""
+    pytest.importorskip("harness.adapters.torchtune_positions", exc_type=ImportError)
+    report, target = tmp_path / "report", "harness.adapters.torchtune_positions"
+    result = run_suite(pytester, [SUITE], [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=1)
+    assert conformance(report)[(PROPERTY, target)] == "convention:interleaved"
+
+
 def test_adapter_without_the_library_does_not_import(monkeypatch):
     """Without rotary-embedding-torch the adapter raises an ImportError naming the pip install."""
     monkeypatch.setitem(sys.modules, "rotary_embedding_torch", None)
     monkeypatch.delitem(sys.modules, "harness.adapters.rotary_embedding_torch", raising=False)
     with pytest.raises(ImportError, match="pip install rotary-embedding-torch"):
         __import__("harness.adapters.rotary_embedding_torch")
+
+
+def test_device_change_moves_the_module(monkeypatch):
+    """Where there are two devices (``--device cuda``: the accelerator and the CPU) the machine
+    moves the instance with ``.to(device)`` and keeps calling it there. This machine has one, so
+    a second spelling of the CPU stands in for the second device: the rule runs, the module is
+    moved, the calls after the move go to the new device, and the reference still passes."""
+    import reference.rope
+    from harness.loader import load_target
+    from harness.outcome import Outcome
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+    from suites import test_rope_module as suite
+
+    monkeypatch.setattr(suite, "_devices", lambda target: [target.device, "cpu:0"])
+    moves, to = [], torch.nn.Module.to
+    monkeypatch.setattr(reference.rope.RotaryEmbedding, "to",
+                        lambda self, *a, **kw: (moves.append(str(kw.get("device", a[0] if a else None))),
+                                                to(self, *a, **kw))[1])
+    target = load_target("reference", isolation="none")
+    target.outcome = Outcome()
+    try:
+        run_state_machine_as_test(suite.machine_for(target), settings=settings(max_examples=10))
+    finally:
+        target.close()
+    assert "cpu:0" in moves and "cpu" in moves, moves
