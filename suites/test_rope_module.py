@@ -197,9 +197,9 @@ def machine_for(target):
                 failure = exc
             run(target, check, self.cfg)  # raises PropertyFailure when the sequence replays
             raise PropertyFailure(property_name(check), "property violated", target.spec,
-                                      f"{str(failure).strip()}\n  (replayed on a fresh instance the sequence passed: "
-                                      f"the result depends on more than these calls)", str(self.cfg),
-                                      repro_command(target, check, self.cfg)) from None
+                                  f"{str(failure).strip()}\n  (replayed on a fresh instance the sequence passed: "
+                                  f"the result depends on more than these calls)", str(self.cfg),
+                                  repro_command(target, check, self.cfg)) from None
 
         def call(self, L, offset, dtype, device):
             __tracebackhide__ = True
