@@ -22,6 +22,11 @@ def load(package: str, version: str, folder: str, adapter: str) -> dict:
     if not where.is_dir():
         raise ImportError(f"{package} {version} is not installed side by side: no {where} "
                           f"(pip install --target {where} --no-deps {package}=={version})")
+    top = package.replace("-", "_")
+    loaded = sys.modules.get(top)
+    if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(str(where)):
+        raise ImportError(f"another {package} is already imported here ({loaded.__file__}): releases side by "
+                          f"side need a process each (the default --isolation process)")
     sys.path.insert(0, str(where))
     found = metadata.version(package)
     if found != version:
