@@ -26,6 +26,16 @@ rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), e
 
 What each name must compute is stated in the README's "The plug-in protocol" section (the
 project test checks that every signature below appears there) and checked by the suites.
+
+``RotaryEmbedding`` is the stateful form of ``apply_rotary_embedding``, as libraries ship it
+(rotary-embedding-torch's ``RotaryEmbedding.rotate_queries_or_keys(t, offset=...)``, Hugging
+Face's rotary caches): constructed ONCE (in the target's worker) and called repeatedly,
+``forward(x, offset)`` rotates x (B, H, L, D) as ``apply_rotary_embedding(x, offset +
+arange(L), base)`` does, with either pairing (``rope_layout``), and returns x's dtype and
+device. It may cache tables between calls (by length, offset, dtype, device); no call may
+depend on the calls before it. The harness never casts the module's dtype (calls in several
+dtypes go to the same instance) and moves it with ``.to(device)`` before calling it on
+another device, as a model is moved.
 """
 from __future__ import annotations
 
@@ -60,6 +70,8 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          "LearnedPositionEmbedding(max_positions, dim); forward(positions: LongTensor)", kind="class"),
     Name("apply_rotary_embedding", ("x", "positions", "base"),
          "apply_rotary_embedding(x, positions, base=10000.0)"),
+    Name("RotaryEmbedding", ("dim", "base"),
+         "RotaryEmbedding(dim, base=10000.0); forward(x (B, H, L, D), offset=0)", kind="class"),
     Name("alibi_slopes", ("num_heads",),
          "alibi_slopes(num_heads) -> Tensor[H]"),
     Name("alibi_bias", ("num_heads", "query_len", "key_len"),

@@ -11,14 +11,14 @@ from reference.rmsnorm import RMSNorm
 from reference.blocks import residual_block
 from reference.sinusoidal import sinusoidal_position_embedding
 from reference.learned_positions import LearnedPositionEmbedding
-from reference.rope import apply_rotary_embedding
+from reference.rope import RotaryEmbedding, apply_rotary_embedding
 from reference.alibi import alibi_bias, alibi_slopes
 from reference.t5_bucket import t5_relative_position_bucket
 from reference.t5_bias import t5_relative_position_bias
 
 __all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
            "LayerNorm", "RMSNorm", "residual_block",
-           "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding",
+           "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
            "alibi_slopes", "alibi_bias", "t5_relative_position_bucket", "t5_relative_position_bias"]
 from reference.mlm import mask_tokens
 from reference.distillation import distillation_loss

@@ -11,10 +11,14 @@ layout, a named convention (``rope_layout``):
     interleaved  (GPT-J, Meta llama, the RoFormer paper):  (2i, 2i + 1)
     rotate_half  (GPT-NeoX, Hugging Face Llama):          (i, i + D/2)
 The protocol function below uses the paper's interleaved pairs.
+
+The stateful form ``RotaryEmbedding(dim, base)`` (called repeatedly, ``forward(x, offset)``:
+positions offset .. offset + L - 1) keeps no cache here: each call is the function above.
 """
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 LAYOUTS = ("interleaved", "rotate_half")
 
@@ -76,3 +80,18 @@ def rope_math(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0,
 def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     """The protocol function: float64 math (interleaved pairs), cast back to x's dtype."""
     return rope_math(x, positions, base).to(x.dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """The protocol's stateful rotary module: forward(x (B, H, L, D), offset=0) rotates x at
+    positions offset .. offset + L - 1 (no cache: every call is apply_rotary_embedding)."""
+
+    def __init__(self, dim: int, base: float = 10000.0):
+        super().__init__()
+        self.dim, self.base = int(dim), float(base)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x has head dim {x.shape[-1]}, the module was built for {self.dim}")
+        positions = torch.arange(x.shape[-2], device=x.device) + int(offset)
+        return apply_rotary_embedding(x, positions, self.base)

@@ -14,7 +14,8 @@ from hypothesis import settings
 
 
 def _suite_tests() -> dict[str, object]:
-    return {f"{name}.{attr}": fn for name, module in sorted(sys.modules.items()) if name.startswith("suites.test_")
+    return {f"{name}.{attr}": fn for name, module in sorted(sys.modules.items())
+            if name.startswith("suites.") and name.rsplit(".", 1)[-1].startswith("test_")  # suites/<family>/test_*.py
             for attr, fn in vars(module).items() if attr.startswith("test_") and hasattr(fn, "hypothesis")}
 
 

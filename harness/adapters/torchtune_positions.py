@@ -8,6 +8,10 @@
   positions. The cache must cover every position (torchtune raises otherwise), so the
   adapter builds one that reaches the largest position asked for.
 
+- ``RotaryEmbedding`` (the stateful form): one ``RotaryPositionalEmbeddings(dim,
+  max_seq_len=4096, base)`` kept across calls, its cos/sin cache built at construction;
+  ``forward(x, offset)`` indexes it with ``input_pos = offset + arange(L)``.
+
 torchtune has no ALiBi or T5 bucket implementation.
 
 torchtune 0.6's package ``__init__`` imports torchao (and fails against a torchao that
@@ -70,3 +74,16 @@ def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float
     with torch.no_grad():
         out = rope(x.transpose(1, 2), input_pos=positions)
     return out.transpose(1, 2)
+
+
+class RotaryEmbedding(torch.nn.Module):
+    """x (B, H, L, D) at positions offset .. offset + L - 1, from one kept cache."""
+
+    def __init__(self, dim: int, base: float = 10000.0):
+        super().__init__()
+        self.inner = RotaryPositionalEmbeddings(dim, max_seq_len=4096, base=base)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        positions = torch.arange(x.shape[-2], device=x.device) + int(offset)
+        with torch.no_grad():
+            return self.inner(x.transpose(1, 2), input_pos=positions).transpose(1, 2)

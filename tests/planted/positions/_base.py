@@ -16,7 +16,8 @@ with a real-world mistake and exports the protocol name it breaks::
 Unmodified, these pass every position property (tests/test_planted_positions.py checks
 it): Hugging Face-style RoPE (rotate-half pairs, angles in float32, float64 for float64
 input, cos/sin in x's dtype), the paper's ALiBi, HF's T5 buckets, the interleaved
-sinusoidal table and an nn.Parameter position table that raises out of range.
+sinusoidal table, an nn.Parameter position table that raises out of range, and a stateful
+rotary module with a cos/sin cache (tests/test_planted_stateful.py checks that one).
 """
 from __future__ import annotations
 
@@ -58,6 +59,40 @@ class Rope:
             ang = ang[:, None]
         cos, sin = self.cos_sin(ang, x)
         return self.rotate(x, cos, sin)
+
+
+class CachedRotary(nn.Module):
+    """The stateful ``RotaryEmbedding(dim, base)``, as Hugging Face's rotary modules cached it
+    (LlamaRotaryEmbedding until 4.38): one cos/sin table for positions 0 .. n - 1, built in
+    x's dtype on x's device (angles as ``Rope``), rebuilt when a call needs more rows or
+    another dtype or device; ``forward(x, offset)`` slices rows offset .. offset + L - 1."""
+
+    def __init__(self, dim, base=10000.0):
+        super().__init__()
+        self.dim, self.base = int(dim), float(base)
+        self.cache = None  # (key, rows, cos, sin)
+
+    def key(self, x):
+        return x.dtype, x.device  # what the table depends on besides its length
+
+    def covers(self, rows, needed):
+        return rows >= needed
+
+    def rows(self, x, start, n):
+        """cos, sin (n, D) for positions start .. start + n - 1, in x's dtype on its device."""
+        rope, dtype = Rope(), Rope().angle_dtype(x)
+        positions = torch.arange(start, start + n, device=x.device)
+        return rope.cos_sin(rope.angles(positions, rope.inv_freq(self.dim, self.base, dtype).to(x.device), dtype), x)
+
+    def lookup(self, x, offset, L):
+        key, needed = self.key(x), offset + L
+        if self.cache is None or self.cache[0] != key or not self.covers(self.cache[1], needed):
+            self.cache = (key, needed, *self.rows(x, 0, needed))
+        return self.cache[2][offset:needed], self.cache[3][offset:needed]
+
+    def forward(self, x, offset=0):
+        cos, sin = self.lookup(x, int(offset), x.shape[-2])
+        return Rope().rotate(x, cos.to(x.dtype), sin.to(x.dtype))
 
 
 def slopes_power_of_2(n):
@@ -164,3 +199,4 @@ alibi_bias = Alibi().alibi_bias
 t5_relative_position_bucket = T5Buckets().t5_relative_position_bucket
 sinusoidal_position_embedding = Sinusoidal().sinusoidal_position_embedding
 LearnedPositionEmbedding = Learned
+RotaryEmbedding = CachedRotary

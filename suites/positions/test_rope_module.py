@@ -1,0 +1,270 @@
+"""The stateful rotary module: one instance, called again and again, equals the stateless rotation.
+
+    RotaryEmbedding(dim, base=10000.0)         built once, in the target's worker, and kept
+    forward(x (B, H, L, D), offset=0)          x rotated at positions offset .. offset + L - 1
+        == apply_rotary_embedding(x, offset + arange(L), base)   (reference/rope.py, float64)
+
+Libraries cache the cos/sin (or angle) table between calls, keyed on the length, the offset,
+the dtype and the device; a key that misses one of them returns another call's table:
+rotary-embedding-torch 0.2.6 keyed on the length only (a second call at another offset got the
+first one's positions), 0.8.2 wrote the table of a call at offset o into the rows for positions
+0 .. L - 1 (the next call from position 0 read positions o ..). No single call shows such a bug;
+a sequence does. So the property is a Hypothesis state machine
+(``hypothesis.stateful.RuleBasedStateMachine``): it builds the module once, then draws calls
+(any length and offset, a decode step after the previous call, a longer call at the same offset,
+the same length at another offset, a restart from position 0 after an offset, the same call in another dtype, a move to another device
+where there are two), and checks every call against the float64 rotation with the tolerance
+policy. The pairing is a named convention (``rope_layout``), measured once per sequence on fresh
+instances. A failure reports the shrunk sequence as the configuration (``RopeCallsConfig.calls``)
+and the repro line replays it, call by call, on a fresh instance.
+
+Positions stay below 256 (``MAX_POSITION``): exact integers in every dtype, so what fails here is
+the state, not the precision of large positions (rope.long_context's business).
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import assume, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+
+from harness import guard, tolerance
+from harness.configs import _SEED, DTYPES
+from suites.positions.configs import _BASE, _EVEN_DIM
+from suites.positions.configs import MAX_POSITION, RopeCallsConfig
+from harness.conventions import check_convention
+from harness.guard import ImplementationError, expect_tensor
+from harness.isolation import is_module
+from harness.runner import PropertyFailure, impl, property_name, record_label, repro_command, run
+from harness.target_ops import manual_seed
+from reference.rope import LAYOUTS, pair_indices
+from suites.positions.helpers import PROBE_POSITIONS, rope_naive, rope_truth
+
+FAMILY = "rope_module"
+MODULE = "RotaryEmbedding"
+pytestmark = pytest.mark.needs(MODULE)
+
+#: calls per sequence; with the profile's examples (30 in CI) every planted cache bug is found
+#: (tests/test_planted_stateful.py), and a failing sequence shrinks to two or three calls
+STEPS = 12
+
+
+def build(target, D: int, base: float, device: str):
+    """A fresh ``RotaryEmbedding(D, base=base)`` (a handle in the worker), moved to ``device``."""
+    mod = impl(target, MODULE)(D, base=base)
+    if not is_module(mod):
+        raise ImplementationError(f"{MODULE}({D}, base={base:g}) returned {type(mod).__name__}, "
+                                  f"expected an nn.Module")
+    return move(target, mod, device)
+
+
+def move(target, mod, device: str):
+    moved = guard.call(target.limit, mod.to, f"{MODULE}.to", device=device)
+    return moved if is_module(moved) else mod
+
+
+def forward(target, mod, x: torch.Tensor, offset: int) -> torch.Tensor:
+    out = guard.call(target.limit, mod, f"{MODULE}.forward", x, offset=offset)
+    return expect_tensor(out, f"{MODULE}.forward", tuple(x.shape), x.dtype, x.device)
+
+
+def measure_layout(target, D: int, base: float, device: str) -> tuple[str | None, str]:
+    """Which dims the module rotates together: each basis vector e_j (as batch item j, L = 1)
+    rotated to each probe position by a fresh instance's first call (float32 unless the target
+    declares dtypes without it). Returns (layout or None, evidence), as the rope suite's probe."""
+    supported = target.dtypes or ("float32",)
+    dtype = DTYPES["float32" if "float32" in supported else supported[0]]
+    eye = torch.eye(D, dtype=dtype, device=device)[:, None, None, :]  # (D, 1, 1, D)
+    support = torch.zeros(D, D, dtype=torch.bool)
+    for p in PROBE_POSITIONS:
+        img = forward(target, build(target, D, base, device), eye, p).double().cpu()[:, 0, 0]  # (D, D)
+        support |= img.abs() > 1e-9
+    partners = {j: [k for k in support[j].nonzero().flatten().tolist() if k != j] for j in range(D)}
+    consistent = all(len(ks) == 1 and partners[ks[0]] == [j] for j, ks in partners.items())
+    shown = ", ".join(f"{j}->{ks}" for j, ks in list(partners.items())[:12])
+    evidence = (f"\n  dims each basis vector e_j is rotated into (D={D}, offsets {PROBE_POSITIONS}, one fresh "
+                f"instance each): {shown}{' ...' if D > 12 else ''}")
+    if not consistent:
+        return None, evidence
+    pairs = sorted((j, ks[0]) for j, ks in partners.items() if j < ks[0])
+    matching = [lay for lay in LAYOUTS if pairs == sorted(zip(*(t.tolist() for t in pair_indices(D, lay))))]
+    preferred = target.conventions.get("rope_layout")
+    return (preferred if preferred in matching else matching[0] if matching else None), evidence
+
+
+class Session:
+    """One instance of the target's module and the calls made on it so far (``cfg.calls``)."""
+
+    def __init__(self, target, cfg: RopeCallsConfig):
+        self.target, self.cfg = target, cfg
+        self.device = cfg.calls[0][3] if cfg.calls else target.device
+        measured = target.__dict__.setdefault("_rope_module_layouts", {})  # measured once per target
+        key = (cfg.D, cfg.base, self.device)
+        if key not in measured:
+            measured[key] = measure_layout(target, cfg.D, cfg.base, self.device)
+        layout, evidence = measured[key]
+        record_label(target, check_convention("rope_layout", layout, target.conventions, evidence))
+        self.layout = layout
+        self.module = build(target, cfg.D, cfg.base, self.device)
+
+    def step(self, index: int) -> None:
+        """Make call ``index`` of ``cfg.calls`` on this instance and check it."""
+        cfg = self.cfg
+        L, offset, dtype, device = cfg.calls[index]
+        if device != self.device:
+            self.module, self.device = move(self.target, self.module, device), device
+        x = cfg.x(index)
+        try:
+            out = forward(self.target, self.module, x, offset)
+        except ImplementationError as exc:  # raised, or returned the wrong thing: say which call
+            raise ImplementationError(f"{cfg.describe(index)}: {exc}\n  the calls before it on the same "
+                                      f"instance: {self.before(index)}") from exc.__cause__
+        cmp = self.compare(out, x, cfg.positions(index))
+        if not cmp.ok:
+            raise AssertionError(self.explain(index, cmp, x))
+
+    def compare(self, out, x, positions) -> tolerance.Comparison:
+        return tolerance.compare(out, rope_truth(x, positions, self.cfg.base, self.layout),
+                                 rope_naive(x, positions, self.cfg.base, self.layout), dtype=x.dtype)
+
+    def before(self, index: int) -> str:
+        return "; ".join(f"L={c[0]}, offset={c[1]}, {c[2]}, {c[3]}" for c in self.cfg.calls[:index]) or "none"
+
+    def explain(self, index: int, cmp, x) -> str:
+        """The failure: the call, how it differs, the calls before it, and whether a fresh
+        instance gets the same call right (then the state from the earlier calls is to blame)."""
+        cfg = self.cfg
+        L, offset, dtype, device = cfg.calls[index]
+        before = self.before(index)
+        fresh = forward(self.target, build(self.target, cfg.D, cfg.base, device), x, offset)
+        alone = ("on a fresh instance the same call is right: the state the earlier calls left (a cached table "
+                 "keyed on too little: length, offset, dtype or device?) changed this result"
+                 if self.compare(fresh, x, cfg.positions(index)).ok and index else
+                 "a fresh instance gets this call wrong too")
+        return (f"{cfg.describe(index)} differs from the stateless rotation at positions {offset}..{offset + L - 1} "
+                f"({self.layout} pairs, base={cfg.base:g}): {cmp.describe()}\n  the calls before it on the same "
+                f"instance: {before}\n  {alone}")
+
+
+def check_call_sequences(target, cfg: RopeCallsConfig):
+    """Every call of the sequence, made in order on ONE instance built first, equals the
+    float64 rotation at positions offset .. offset + L - 1 (tolerance policy; pairing measured
+    and named). Replays a shrunk sequence (the repro line)."""
+    session = Session(target, cfg)
+    for index in range(len(cfg.calls)):
+        session.step(index)
+
+
+def _dtypes(target) -> list[str]:
+    """The dtypes the target supports (``Target.supports``' rule for a configuration's dtype)."""
+    return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported]
+
+
+def _devices(target) -> list[str]:
+    """The target's device, and the CPU when that is another one (``--device cuda``): a module
+    under test on an accelerator is also moved to the CPU and back; one under test on the CPU
+    stays there (it may be a CPU-only kernel)."""
+    return [target.device] + (["cpu"] if torch.device(target.device).type != "cpu" else [])
+
+
+_LENGTH = st.one_of(st.integers(1, 8), st.integers(9, 40))
+_OFFSET = st.one_of(st.just(0), st.integers(1, 64), st.integers(65, MAX_POSITION - 1))
+
+
+def machine_for(target):
+    """The state machine class for ``target``: rules draw calls of the dtypes and devices it has."""
+    dtypes, devices = _dtypes(target), _devices(target)
+    check = check_call_sequences
+
+    class RopeModuleCalls(RuleBasedStateMachine):
+        @initialize(D=_EVEN_DIM, base=_BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=_SEED)
+        def start(self, D, base, batch, heads, seed):
+            self.cfg = RopeCallsConfig(D=D, base=base, batch=batch, heads=heads, seed=seed)
+            assume(target.supports(self.cfg))
+            manual_seed(seed)  # as runner.run seeds a check (the replay is seeded alike)
+            if target.worker is not None:
+                target.worker.next_seed = seed
+            self.session = self.guarded(lambda: Session(target, self.cfg))
+
+        def guarded(self, fn):
+            """``fn()``; on a failure, the sequence so far is replayed on a fresh instance by the
+            repro's own path (``run``), whose failure is the one reported."""
+            __tracebackhide__ = True
+            try:
+                return fn()
+            except AssertionError as exc:
+                failure = exc
+            run(target, check, self.cfg)  # raises PropertyFailure when the sequence replays
+            raise PropertyFailure(property_name(check), "property violated", target.spec,
+                                  f"{str(failure).strip()}\n  (replayed on a fresh instance the sequence passed: "
+                                  f"the result depends on more than these calls)", str(self.cfg),
+                                  repro_command(target, check, self.cfg)) from None
+
+        def call(self, L, offset, dtype, device):
+            __tracebackhide__ = True
+            L = max(1, min(L, MAX_POSITION))
+            assume(L in target.sizes["L"] if target.sizes and "L" in target.sizes else True)
+            self.cfg = self.cfg.then(L, min(offset, MAX_POSITION - L), dtype, device)
+            self.session.cfg = self.cfg
+            self.guarded(lambda: self.session.step(len(self.cfg.calls) - 1))
+
+        @property
+        def last(self):
+            return self.cfg.calls[-1]
+
+        @rule(L=_LENGTH, offset=_OFFSET, dtype=st.sampled_from(dtypes))
+        def any_call(self, L, offset, dtype):
+            self.call(L, offset, dtype, self.session.device)
+
+        @precondition(lambda self: self.cfg.calls and sum(self.last[:2]) < MAX_POSITION)
+        @rule(L=st.integers(1, 3))
+        def decode(self, L):
+            """The next positions after the previous call (a KV-cache decoding step)."""
+            L0, off0, dtype, device = self.last
+            self.call(L, off0 + L0, dtype, device)
+
+        @precondition(lambda self: self.cfg.calls and sum(self.last[:2]) < MAX_POSITION)
+        @rule(extra=st.integers(1, 16))
+        def longer(self, extra):
+            """A longer call at the same offset."""
+            L0, off0, dtype, device = self.last
+            self.call(min(L0 + extra, MAX_POSITION - off0), off0, dtype, device)
+
+        @precondition(lambda self: self.cfg.calls and self.last[0] < MAX_POSITION)
+        @rule(step=st.integers(1, MAX_POSITION))
+        def shifted(self, step):
+            """The same length at another offset."""
+            L0, off0, dtype, device = self.last
+            self.call(L0, (off0 + step) % (MAX_POSITION - L0 + 1), dtype, device)
+
+        @precondition(lambda self: self.cfg.calls and self.last[1] > 0)
+        @rule(L=_LENGTH)
+        def restart(self, L):
+            """A new sequence from position 0 after calls at an offset (a new prompt)."""
+            _, _, dtype, device = self.last
+            self.call(L, 0, dtype, device)
+
+        @precondition(lambda self: self.cfg.calls and len(dtypes) > 1)
+        @rule(data=st.data())
+        def other_dtype(self, data):
+            """The same call in another dtype."""
+            L0, off0, dtype0, device = self.last
+            self.call(L0, off0, data.draw(st.sampled_from([d for d in dtypes if d != dtype0])), device)
+
+        @precondition(lambda self: self.cfg.calls and len(devices) > 1)
+        @rule()
+        def other_device(self):
+            """The module moved to the other device, then the same call there."""
+            L0, off0, dtype, device0 = self.last
+            self.call(L0, off0, dtype, next(d for d in devices if d != device0))
+
+        def teardown(self):
+            if getattr(self, "session", None) is not None:
+                target.outcome.checked += 1
+
+    return RopeModuleCalls
+
+
+def test_call_sequences(target):
+    run_state_machine_as_test(machine_for(target), settings=settings(stateful_step_count=STEPS))

@@ -1,0 +1,178 @@
+"""The stateful rotary module's state machine catches cache bugs that no single call shows.
+
+Every ``tests/planted/positions/stateful_*.py`` target is the correct cached module of
+``_base.py`` (``CachedRotary``) with one cache bug; each must fail ``rope_module.call_sequences``
+under the derandomized ``ci`` profile, with a shrunk call *sequence* as the configuration and a
+repro line that replays it and fails. Controls: ``reference`` and the planted base pass, their
+pairing named. Real releases of rotary-embedding-torch (installed side by side, see
+``tests/releases/``): 0.2.6 (cache keyed on the length only) and 0.8.2 (a call at an offset
+writes the table's first rows) fail; 0.2.7 and 0.8.3, which fixed them, pass. A release that
+is not installed skips with the pip command, unless ``$HARNESS_REQUIRE_RELEASES`` is set (CI).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.cli import main as cli_main
+from planted_support import ROOT, assert_caught, conformance, run_suite
+
+SUITE, TEST, PROPERTY = "test_rope_module.py", "test_call_sequences", "rope_module.call_sequences"
+PLANTED = ROOT / "tests" / "planted" / "positions"
+RELEASES = ROOT / "tests" / "releases"
+
+#: planted bug -> what its failure must say (besides the property, the repro and the target)
+BUGS = {
+    "stateful_rope_stale_length.py": ["returned shape", "the calls before it on the same instance"],
+    "stateful_rope_offset_not_in_key.py": ["on a fresh instance the same call is right"],
+    "stateful_rope_offset_cache_rows.py": ["on a fresh instance the same call is right"],
+    "stateful_rope_dtype_kept.py": ["on a fresh instance the same call is right"],
+}
+
+
+def shrunk_calls(out: str) -> list:
+    """The call sequence of the failure's repro line."""
+    config = shlex.split(out.split("repro:", 1)[1].splitlines()[0])[-1]
+    return json.loads(config)["calls"]
+
+
+def test_table_is_consistent():
+    files = {p.name for p in PLANTED.glob("stateful_*.py")}
+    assert files == set(BUGS), f"unlisted: {sorted(files - set(BUGS))}; missing: {sorted(set(BUGS) - files)}"
+    for bug in BUGS:
+        doc = (PLANTED / bug).read_text()
+        assert doc.startswith('"""Planted bug') and "Real pattern" in doc and f"Caught by: {PROPERTY}" in doc, bug
+
+
+#: the bug whose repro line is replayed (one is enough: the replay path is the same for all)
+REPLAYED = "stateful_rope_offset_cache_rows.py"
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS), ids=[b.removesuffix(".py") for b in sorted(BUGS)])
+def test_planted_bug_is_caught(pytester, capsys, bug):
+    """Caught in the ci profile, shrunk to a sequence of at least two calls (one call alone
+    is right on every planted module). For ``REPLAYED``, the printed repro line replays the
+    shrunk sequence on a fresh instance and fails at the same call, and the same sequence
+    passes on the correct base."""
+    out = assert_caught(pytester, SUITE, PLANTED / bug, TEST, BUGS[bug])
+    assert len(shrunk_calls(out)) >= 2, out[-3000:]
+    assert "Falsifying example" in out and "state.start(" in out  # Hypothesis' printed program too
+    if bug == REPLAYED:
+        line = out.split("repro:", 1)[1].splitlines()[0].strip()
+        failing_call = re.search(r"call \d+ of \d+", out).group(0)
+        status, replay = _repro(capsys, line)
+        assert status == 1 and "FAILED" in replay and failing_call in replay, replay[-3000:]
+        status, control = _repro(capsys, line, impl=PLANTED / "_base.py")
+        assert status == 0 and "PASSED (convention:rotate_half)" in control, control[-2000:]
+
+
+def _repro(capsys, line: str, impl: Path | None = None) -> tuple[int, str]:
+    """Run a repro line through the CLI here (``impl``: with that target instead of the one it
+    names); returns (exit status, output)."""
+    args = shlex.split(line)
+    assert args[:4] == ["python", "-m", "harness", "repro"], line
+    if impl is not None:
+        args[args.index("--impl") + 1] = str(impl)
+    capsys.readouterr()
+    status = cli_main(args[3:])
+    return status, capsys.readouterr().out
+
+
+def test_correct_modules_pass(pytester, tmp_path):
+    """reference (no cache, interleaved) and the planted base (a cos/sin cache keyed on length,
+    dtype and device, rotate-half) pass, the pairing named."""
+    report = tmp_path / "report"
+    base = str(PLANTED / "_base.py")
+    result = run_suite(pytester, [SUITE], ["reference", base], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=2)
+    cells = conformance(report)
+    assert cells[(PROPERTY, "reference")] == "convention:interleaved"
+    assert cells[(PROPERTY, base)] == "convention:rotate_half"
+
+
+def _release(version: str) -> Path:
+    """The release's target module; skipped (failed under $HARNESS_REQUIRE_RELEASES) when the
+    release or einops is not installed."""
+    sys.path.insert(0, str(RELEASES))
+    try:
+        from _release import libs_dir
+    finally:
+        sys.path.remove(str(RELEASES))
+    where = libs_dir() / f"ret-{version}"
+    missing = None if (where / "rotary_embedding_torch").is_dir() else \
+        f"pip install --target {where} --no-deps rotary-embedding-torch=={version}"
+    if missing is None and find_spec("einops") is None:
+        missing = "pip install einops"
+    if missing and os.environ.get("HARNESS_REQUIRE_RELEASES"):
+        pytest.fail(f"rotary-embedding-torch {version} is required here: {missing}")
+    if missing:
+        pytest.skip(f"rotary-embedding-torch {version} not installed side by side: {missing}")
+    return RELEASES / f"rotary_embedding_torch_{version.replace('.', '_')}.py"
+
+
+@pytest.mark.parametrize("version", ["0.2.6", "0.8.2"])
+def test_buggy_release_is_caught(pytester, version):
+    """0.2.6: the second call of one length at another offset gets the first one's positions;
+    0.8.2: after a call at an offset, a call from position 0 reads that call's rows."""
+    out = assert_caught(pytester, SUITE, _release(version), TEST, ["on a fresh instance the same call is right"])
+    assert len(shrunk_calls(out)) >= 2
+
+
+@pytest.mark.parametrize("version", ["0.2.7", "0.8.3"])
+def test_fixed_release_passes(pytester, tmp_path, version):
+    target = _release(version)
+    report = tmp_path / "report"
+    result = run_suite(pytester, [SUITE], [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=1)
+    assert conformance(report)[(PROPERTY, str(target))] == "convention:interleaved"
+
+
+def test_torchtune_module_passes(pytester, tmp_path):
+    """torchtune's RotaryPositionalEmbeddings, one instance with its construction-time cache."""
+    pytest.importorskip("harness.adapters.torchtune_positions", exc_type=ImportError)
+    report, target = tmp_path / "report", "harness.adapters.torchtune_positions"
+    result = run_suite(pytester, [SUITE], [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=1)
+    assert conformance(report)[(PROPERTY, target)] == "convention:interleaved"
+
+
+def test_adapter_without_the_library_does_not_import(monkeypatch):
+    """Without rotary-embedding-torch the adapter raises an ImportError naming the pip install."""
+    monkeypatch.setitem(sys.modules, "rotary_embedding_torch", None)
+    monkeypatch.delitem(sys.modules, "harness.adapters.rotary_embedding_torch", raising=False)
+    with pytest.raises(ImportError, match="pip install rotary-embedding-torch"):
+        __import__("harness.adapters.rotary_embedding_torch")
+
+
+def test_device_change_moves_the_module(monkeypatch):
+    """Where there are two devices (``--device cuda``: the accelerator and the CPU) the machine
+    moves the instance with ``.to(device)`` and keeps calling it there. This machine has one, so
+    a second spelling of the CPU stands in for the second device: the rule runs, the module is
+    moved, the calls after the move go to the new device, and the reference still passes."""
+    import reference.rope
+    from harness.loader import load_target
+    from harness.outcome import Outcome
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+    from suites.positions import test_rope_module as suite
+
+    monkeypatch.setattr(suite, "_devices", lambda target: [target.device, "cpu:0"])
+    moves, to = [], torch.nn.Module.to
+    monkeypatch.setattr(reference.rope.RotaryEmbedding, "to",
+                        lambda self, *a, **kw: (moves.append(str(kw.get("device", a[0] if a else None))),
+                                                to(self, *a, **kw))[1])
+    target = load_target("reference", isolation="none")
+    target.outcome = Outcome()
+    try:
+        run_state_machine_as_test(suite.machine_for(target), settings=settings(max_examples=10))
+    finally:
+        target.close()
+    assert "cpu:0" in moves and "cpu" in moves, moves
