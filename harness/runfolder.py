@@ -5,7 +5,10 @@ appender, row validation and the folder lock.
 
 Point key: ``"<suite>|<case>|<params as sorted compact JSON>"`` for the harness's comparison
 kernels, and ``"<suite>|<case>@<target id>|<params>"`` for a row of the target's own code (role
-"target"), so a user's kernel is never compared with the reference's numbers. The target id is
+"target"), so a user's kernel is never compared with the reference's numbers. A scaling row's
+``pass`` parameter (``PASSES``: forward, backward, forward+backward) is in its key except when it
+is "fwd": rows written before the passes existed are forward rows without it (``pass_of``), and
+their keys, the stored baselines' too, stay what they were. The target id is
 the ``--impl`` module path, or a ``.py`` file's name without its folder (a baseline stored from
 ``~/src/attn.py`` still matches CI's ``/builds/x/attn.py``).
 """
@@ -44,6 +47,15 @@ SIZE_CAP_REASON = "size cap"
 #: "target": the code under test ran (its SDPA, sliding window, LayerNorm...); "comparison": the
 #: harness's own kernels (naive math, torch backends, banded, LSTM, the stock fine-tune)
 ROLES = ("target", "comparison")
+#: what a scaling point times (its ``pass`` parameter): the forward; the backward alone (its
+#: forward run before, untimed); forward and backward together
+PASSES = ("fwd", "bwd", "fwd_bwd")
+#: the passes in words (summaries, plot titles)
+PASS_WORDS = {"fwd": "forward", "bwd": "backward", "fwd_bwd": "forward+backward"}
+#: the pass of a row without a ``pass`` parameter (every row written before passes existed)
+DEFAULT_PASS = "fwd"
+#: the suites whose rows carry a ``pass`` parameter
+PASS_SUITES = ("scaling",)
 FIELDS = ("key", "run_id", "suite", "case", "role", "impl", "device", "params", "status", "reason",
           "metrics", "telemetry", "time_utc")
 
@@ -60,9 +72,17 @@ def target_id(spec: str) -> str:
     return spec
 
 
+def pass_of(params: dict | None) -> str:
+    """The pass a row's ``params`` name (``PASSES``); none named: "fwd" (``DEFAULT_PASS``)."""
+    return (params or {}).get("pass") or DEFAULT_PASS
+
+
 def make_key(suite: str, case: str, params: dict, target: str | None = None) -> str:
-    """The point key (module doc); ``target`` is the target id of a target row, else None."""
+    """The point key (module doc); ``target`` is the target id of a target row, else None.
+    A ``pass`` parameter of "fwd" is left out (the key a forward row had before passes existed)."""
     name = f"{case}@{target}" if target is not None else case
+    if params.get("pass") == DEFAULT_PASS:
+        params = {k: v for k, v in params.items() if k != "pass"}
     return f"{suite}|{name}|{json.dumps(params, sort_keys=True, separators=(',', ':'), default=str)}"
 
 
@@ -91,6 +111,8 @@ def row_problem(row) -> str | None:
         return f"unknown role {row['role']!r} (known: {', '.join(ROLES)})"
     if not isinstance(row["params"], dict):
         return f"'params' must be an object, got {type(row['params']).__name__}"
+    if row["params"].get("pass", DEFAULT_PASS) not in PASSES:
+        return f"unknown pass {row['params']['pass']!r} (known: {', '.join(PASSES)})"
     if row.get("metrics") is not None and not isinstance(row["metrics"], dict):
         return f"'metrics' must be an object or null, got {type(row['metrics']).__name__}"
     return None

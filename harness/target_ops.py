@@ -58,18 +58,36 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
     none = [None] * len(leaves), {name: None for name in params}
     with torch.enable_grad():
         out = fn(*args, **kwargs)
-        if not isinstance(out, torch.Tensor) or out.grad_fn is None:
-            what = "requires grad but has no grad_fn" if getattr(out, "requires_grad", False) else "has no grad_fn"
-            return out.detach() if isinstance(out, torch.Tensor) else out, *none, f"the output {what}"
+        why = no_grad_fn(out)
+        if why is not None:
+            return out.detach() if isinstance(out, torch.Tensor) else out, *none, why
         try:
             grads = torch.autograd.grad(out, leaves + tensors, grad_out, allow_unused=True)
-        except NotImplementedError as exc:
-            return out.detach(), *none, f"its backward raised NotImplementedError: {exc}"[:200]
-        except RuntimeError as exc:
-            if "not implemented" not in str(exc).lower():
+        except (NotImplementedError, RuntimeError) as exc:
+            why = backward_missing(exc)
+            if why is None:
                 raise
-            return out.detach(), *none, f"its backward raised: {str(exc).splitlines()[0]}"[:200]
+            return out.detach(), *none, why
     return out.detach(), list(grads[:len(leaves)]), dict(zip(params, grads[len(leaves):])), None
+
+
+def no_grad_fn(out: Any) -> str | None:
+    """Why a forward's output ``out`` cannot be differentiated (not a tensor with a grad_fn), or
+    None: the first half of "no backward" (the conformance gradient suites, the scaling bench)."""
+    if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+        return None
+    what = "requires grad but has no grad_fn" if getattr(out, "requires_grad", False) else "has no grad_fn"
+    return f"the output {what}"
+
+
+def backward_missing(exc: BaseException) -> str | None:
+    """Why the exception a backward raised means it has none -- NotImplementedError, or torch's
+    "... is not implemented" RuntimeError -- or None: any other exception is the code's error."""
+    if isinstance(exc, NotImplementedError):
+        return f"its backward raised NotImplementedError: {exc}"[:200]
+    if isinstance(exc, RuntimeError) and "not implemented" in str(exc).lower():
+        return f"its backward raised: {str(exc).splitlines()[0]}"[:200]
+    return None
 
 
 def assign_parameters(mod: torch.nn.Module, name: str, shape: Any, params: dict[str, torch.Tensor]) -> None:

@@ -26,6 +26,8 @@ Thresholds (one row per compared metric):
   over the profile's per-call budget (reason "size cap: ..."): that decision follows the machine's
   speed at the moment (a busy 2-core VM moved it by one size from run to run), and the sizes
   below it are compared.
+- New: a run's point the baseline lacks (a backward pass, a case or size the baseline was not
+  measured with) is "new", shown, never a regression.
 
 The gate (``gate``):
 
@@ -51,7 +53,7 @@ from typing import Callable
 
 import pandas as pd
 
-from harness.runfolder import BAD_STATUSES, SIZE_CAP_REASON, target_id
+from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",
              "tflops": "higher", "tokens_per_s": "higher", "accuracy": "higher"}
@@ -77,13 +79,15 @@ UNGATED = "regression (not gated)"
 
 
 def _points(df: pd.DataFrame) -> dict[tuple[str, str], dict]:
-    """(run_id, key) -> {suite, case, role, impl, machine, status, reason, metrics{}, device}."""
+    """(run_id, key) -> {suite, case, role, impl, machine, status, reason, metrics{}, device, pass}."""
     out: dict[tuple[str, str], dict] = {}
-    for row in df.itertuples(index=False):
+    passes = df["pass"].tolist() if "pass" in df.columns else [None] * len(df)
+    for row, pass_ in zip(df.itertuples(index=False), passes):
         k = (row.run_id, row.key)
         p = out.setdefault(k, {"suite": row.suite, "case": row.case, "role": row.role, "impl": row.impl,
                                "machine": row.machine, "status": row.status, "reason": row.reason,
-                               "metrics": {}, "device": device_kind(row.device)})
+                               "metrics": {}, "device": device_kind(row.device),
+                               "pass": DEFAULT_PASS if pass_ is None or pd.isna(pass_) else str(pass_)})
         if not pd.isna(row.metric) and not pd.isna(row.value):
             p["metrics"][row.metric] = float(row.value)
     return out
@@ -251,9 +255,9 @@ def _in_scope(point: dict, scope: str) -> bool:
 
 
 def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", allow_missing: bool = False,
-         requested: Callable[[str, str], bool] | None = None) -> Gate:
-    """Compare and judge. ``requested(suite, case)``: whether the runs asked for that suite and
-    case (``reports.load.requested``; None: everything was asked for)."""
+         requested: Callable[[str, str, str], bool] | None = None) -> Gate:
+    """Compare and judge. ``requested(suite, case, pass_)``: whether the runs asked for that suite,
+    case and pass (``reports.load.requested``; None: everything was asked for)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
     base_points = {key: p for (_, key), p in _points(baseline).items()}
@@ -300,7 +304,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
             continue
         head = {"run_id": "", "machine": "", "key": key, "suite": base["suite"], "case": base["case"],
                 "role": base["role"], "metric": "point", "gated": _in_scope(base, scope)}
-        if requested is not None and not requested(base["suite"], base["case"]):
+        if requested is not None and not requested(base["suite"], base["case"], base["pass"]):
             rows.append({**head, "gated": False, "verdict": "not requested",
                          "note": "in the baseline; its suite or case was not asked of this run"})
         elif scope == "target" and base["role"] == "target" and target_id(base["impl"]) not in run_targets:

@@ -13,7 +13,9 @@ A point without any numeric metric (an error, an oom) still has one row, with ``
 ``value`` missing, so every point's status is in the table. Within one run the last row of a key
 wins (a resumed run appends). Parameter names that collide with a fixed column get a ``param_``
 prefix. Non-numeric metrics are dropped; a two-number list ``m: [lo, hi]`` becomes ``m_lo``/``m_hi``,
-a dict ``m: {a: ..}`` becomes ``m.a``; telemetry becomes ``telemetry.<name>``.
+a dict ``m: {a: ..}`` becomes ``m.a``; telemetry becomes ``telemetry.<name>``. A row of a suite
+with passes (``harness.runfolder.PASS_SUITES``: scaling) written before passes existed has no
+``pass`` parameter: its ``pass`` column says "fwd", what it measured.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.runfolder import BAD_STATUSES, ENV, RESULTS, STATUSES, iter_jsonl, make_key, row_problem  # noqa: F401
+from harness.runfolder import (BAD_STATUSES, DEFAULT_PASS, ENV, PASS_SUITES, RESULTS, STATUSES,  # noqa: F401
+                               iter_jsonl, make_key, pass_of, row_problem)
 from harness.runfolder import RunFolderError as InputError
 
 FIXED = ["run_id", "machine", "key", "suite", "case", "role", "impl", "device"]
@@ -47,14 +50,17 @@ class Run:
     def machine(self) -> str:
         return machine_name(self.env)
 
-    def asked_for(self, suite: str, case: str) -> bool:
-        """Whether this run was asked to measure ``case`` of ``suite`` (env.json's ``suites`` and
-        ``cases``, as ``harness bench`` records them; a run that does not say: everything)."""
+    def asked_for(self, suite: str, case: str, pass_: str = DEFAULT_PASS) -> bool:
+        """Whether this run was asked to measure ``case`` of ``suite`` in ``pass_`` (env.json's
+        ``suites``, ``cases`` and ``passes``, as ``harness bench`` records them; a run that does not
+        say: everything, except that a run recorded before passes existed timed the forward only)."""
         if self.kind == "pytest-benchmark":
             return suite == "pytest-benchmark"
         suites, cases = self.env.get("suites"), self.env.get("cases")
+        passes = self.env.get("passes", [DEFAULT_PASS] if self.env.get("suites") is not None else None)
         return (not isinstance(suites, list) or suite in suites) and \
-            (not isinstance(cases, list) or not cases or case in cases)
+            (not isinstance(cases, list) or not cases or case in cases) and \
+            (suite not in PASS_SUITES or not isinstance(passes, list) or pass_ in passes)
 
 
 def machine_name(env: dict) -> str:
@@ -175,8 +181,9 @@ def load_runs(paths) -> list[Run]:
 
 
 def requested(runs: list[Run]):
-    """``(suite, case) -> bool``: whether any of ``runs`` was asked for that point's suite and case."""
-    return lambda suite, case: any(run.asked_for(suite, case) for run in runs)
+    """``(suite, case, pass_="fwd") -> bool``: whether any of ``runs`` was asked for that point's
+    suite, case and pass."""
+    return lambda suite, case, pass_=DEFAULT_PASS: any(run.asked_for(suite, case, pass_) for run in runs)
 
 
 def _scalar(v) -> bool:
@@ -219,7 +226,10 @@ def tidy(runs: list[Run]) -> pd.DataFrame:
     for run in runs:
         for row in latest_points(run):
             params = {}
-            for k, v in (row.get("params") or {}).items():
+            raw = dict(row.get("params") or {})
+            if row["suite"] in PASS_SUITES:
+                raw["pass"] = pass_of(raw)
+            for k, v in raw.items():
                 if not _scalar(v):
                     v = json.dumps(v, sort_keys=True)
                 name = f"param_{k}" if k in FIXED or k in TRAILING else k

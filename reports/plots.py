@@ -1,6 +1,7 @@
 """PNG plots (matplotlib Agg + seaborn) from the tidy results.
 
-- scaling: log-log time and peak memory vs sequence length n (one panel above the other), one line
+- scaling: per pass (forward, backward, forward+backward: one figure each), log-log time and peak
+  memory vs sequence length n (one panel above the other), one line
   per case (and run, and other varying params), the fitted exponent in the legend (the run's
   fits.json entry, else ``harness.stats.fit_loglog`` over the same sizes,
   ``harness.bench.fit.FIT_POINTS``, for time and memory alike: a plotted exponent is the printed and
@@ -30,8 +31,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
-from harness.bench.fit import FIT_POINTS  # noqa: E402
-from harness.runfolder import grad_case  # noqa: E402
+from harness.bench.fit import FIT_POINTS, fit_key  # noqa: E402
+from harness.runfolder import DEFAULT_PASS, PASS_WORDS, PASSES, grad_case  # noqa: E402
 from harness.stats import fit_loglog  # noqa: E402
 from reports.compare import CI_NAMES  # noqa: E402
 from reports.glance import case_name  # noqa: E402
@@ -103,10 +104,11 @@ def _save(fig, out: Path, name: str) -> Path:
     return path
 
 
-def _fit_for(runs_by_id, run_id, suite, case, metric, n, y, single) -> dict | None:
+def _fit_for(runs_by_id, run_id, suite, case, metric, n, y, single, pass_=DEFAULT_PASS) -> dict | None:
+    """The stored fit of ``case``'s ``pass_`` (fits.json), else ``fit_loglog`` over the same points."""
     fits = getattr(runs_by_id.get(run_id), "fits", None) or {}
-    entry = fits.get(f"{suite}|{case}|{metric}") or (fits.get(f"{suite}|{case}")
-                                                     if metric == "time_s" and single else None)
+    key = fit_key(suite, case, pass_)
+    entry = fits.get(f"{key}|{metric}") or (fits.get(key) if metric == "time_s" and single else None)
     return entry if entry else fit_loglog(n, y, points=FIT_POINTS)
 
 
@@ -120,9 +122,29 @@ def fit_label(fit: dict | None) -> str:
     return f"k={fit['exponent']:.2f}{ci}"
 
 
-def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> Plot | None:
+def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> list[Plot]:
+    """One figure per pass the suite's rows have (forward, backward, forward+backward; rows
+    without a pass are forward rows): ``<suite>_scaling.png`` for the forward (or a suite without
+    passes), ``<suite>_scaling_<pass>.png`` for the others."""
     sub = df[df["suite"] == suite]
     if "n" not in sub.columns or not (sub["metric"] == "time_s").any():
+        return []
+    passes = sub["pass"].fillna(DEFAULT_PASS).astype(str) if "pass" in sub.columns else \
+        pd.Series(DEFAULT_PASS, index=sub.index)
+    order = [p for p in PASSES if (passes == p).any()] + sorted(set(passes) - set(PASSES))
+    plots = []
+    for pass_ in order:
+        plot = _scaling_figure(sub[passes == pass_], suite, pass_, runs_by_id, out,
+                               worded=len(order) > 1 or pass_ != DEFAULT_PASS)
+        if plot is not None:
+            plots.append(plot)
+    return plots
+
+
+def _scaling_figure(sub: pd.DataFrame, suite: str, pass_: str, runs_by_id: dict, out: Path,
+                    worded: bool) -> Plot | None:
+    """Time and peak memory against n of one pass, one line per case (module doc)."""
+    if not (sub["metric"] == "time_s").any():
         return None
     data = _wide(sub)
     data["n"] = pd.to_numeric(data["n"], errors="coerce")
@@ -132,12 +154,12 @@ def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> P
     if not metrics:
         return None
     group_cols = (["run_id"] if data["run_id"].nunique() > 1 else []) + ["case"] + \
-        _varying(data, param_columns(sub), exclude=("n", "case"))
+        _varying(data, param_columns(sub), exclude=("n", "case", "pass"))
     groups = list(data.groupby(group_cols, sort=True, dropna=False))
     n_cases = data.groupby(["run_id", "case"]).ngroups
     palette = sns.color_palette("tab10", max(len(groups), 1))
     fig, axes = plt.subplots(len(metrics), 1, figsize=(8.5, 4.4 * len(metrics)), squeeze=False)
-    what = SUITE_WORDS.get(suite, suite)
+    what = SUITE_WORDS.get(suite, suite) + (f" {PASS_WORDS.get(pass_, pass_)}" if worded else "")
     for ax, metric in zip(axes[:, 0], metrics):
         for color, (_, g) in zip(palette, groups):
             g = g.sort_values("n")
@@ -147,7 +169,7 @@ def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> P
             if len(ok):
                 single = len(groups) == n_cases
                 f = _fit_for(runs_by_id, row["run_id"], suite, row["case"], metric,
-                             ok["n"].astype(float), ok[metric], single)
+                             ok["n"].astype(float), ok[metric], single, pass_)
                 ax.plot(ok["n"].astype(float), ok[metric], "o-", color=color, ms=4,
                         label=f"{name} ({fit_label(f)})" if f else name)
             bad = g[g["status"].isin(BAD_STATUSES)]
@@ -168,8 +190,9 @@ def scaling_plot(df: pd.DataFrame, suite: str, runs_by_id: dict, out: Path) -> P
             ax.scatter([], [], marker="X", color="grey", edgecolors="red", label="oom / error / nan")
         _legend_outside(ax, ax.get_legend_handles_labels()[0])
     fig.tight_layout()
+    name = f"{suite}_scaling" if pass_ == DEFAULT_PASS else f"{suite}_scaling_{pass_}"
     return Plot(suite, f"{what}: time and memory vs sequence length (log-log, k = fitted exponent, 95% CI)",
-                _save(fig, out, f"{suite}_scaling"))
+                _save(fig, out, name))
 
 
 def _grad_case_name(run) -> str:
@@ -277,11 +300,10 @@ def make_plots(df: pd.DataFrame, runs, out) -> list[Plot]:
     plots = []
     for name, fn, args in jobs:  # one odd input costs its plot, not the report
         try:
-            plot = fn(*args)
+            made = fn(*args)
         except Exception as exc:  # noqa: BLE001
             plt.close("all")
             warnings.warn(f"plot {name} failed: {type(exc).__name__}: {exc}", stacklevel=2)
             continue
-        if plot is not None:
-            plots.append(plot)
+        plots += [p for p in (made if isinstance(made, list) else [made]) if p is not None]
     return plots

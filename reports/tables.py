@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.runfolder import PASSES
 from reports.load import param_columns, points
 
 FORMATS = ("csv", "parquet", "md")
@@ -25,10 +26,19 @@ def suite_table(df: pd.DataFrame, suite: str) -> pd.DataFrame:
         wide.columns = [str(c) for c in wide.columns]
     metric_order = list(dict.fromkeys(values["metric"].astype(str)))
     table = pts.merge(wide.reset_index(), on=["run_id", "key"], how="left")
+    if "pass" in params:  # a scaling case's forward rows, then its backward rows, each by size
+        params = ["pass"] + [c for c in params if c != "pass"]
     cols = ["run_id", "machine", "case", "role", "impl", "device"] + params + ["status", "reason"] + \
         [m for m in metric_order if m in table.columns]
     sort = [c for c in ["run_id", "case"] + params if c in table.columns]
-    return table[cols].sort_values(sort, kind="stable", na_position="last").reset_index(drop=True)
+    return table[cols].sort_values(sort, kind="stable", na_position="last", key=_in_pass_order).reset_index(drop=True)
+
+
+def _in_pass_order(col: pd.Series) -> pd.Series:
+    """A sort key: the ``pass`` column in ``PASSES`` order (fwd, bwd, fwd_bwd), others as they are."""
+    if col.name != "pass":
+        return col
+    return col.map({p: i for i, p in enumerate(PASSES)}).astype("Float64")
 
 
 def summary_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:

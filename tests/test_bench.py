@@ -33,8 +33,10 @@ def tiny_run(tmp_path_factory):
     return out, rc, read_jsonl(out / "results.jsonl")
 
 
-def by(rows, suite, case=None):
-    return [r for r in rows if r["suite"] == suite and (case is None or r["case"] == case)]
+def by(rows, suite, case=None, pass_=None):
+    """The rows of ``suite`` (and ``case``; and a scaling ``pass_``, "fwd" for rows without one)."""
+    return [r for r in rows if r["suite"] == suite and (case is None or r["case"] == case)
+            and (pass_ is None or r["params"].get("pass", "fwd") == pass_)]
 
 
 # ---------------------------------------------------------------- run folder and schema
@@ -134,7 +136,7 @@ def test_resume_skips_done_points(tmp_path):
     args = ["--impl", "reference", "--suite", "scaling", "--cases", "banded_window,lstm", "--sizes", "32,64"]
     assert bench(out, *args) == 0
     first = read_jsonl(out / "results.jsonl")
-    assert len(first) == 4 and all(r["status"] == "ok" for r in first)
+    assert len(first) == 2 * 2 * 3 and all(r["status"] == "ok" for r in first)  # cases x sizes x passes
     # plant a failed point: resume must measure exactly that one again
     lines = (out / "results.jsonl").read_text().splitlines()
     broken = json.loads(lines[1])
@@ -188,11 +190,12 @@ def test_failing_target_points_are_recorded_and_the_sweep_continues(tmp_path):
     assert bench(out, "--impl", str(target), "--suite", "scaling", "--sizes", "32,64,96,128",
                  "--cases", "target.sdpa,target.sliding_window,banded_window") == 0
     rows = read_jsonl(out / "results.jsonl")
-    sdpa = {r["params"]["n"]: r for r in by(rows, "scaling", "target.sdpa")}
-    assert [sdpa[n]["status"] for n in (32, 64, 96, 128)] == ["ok", "error", "oom", "ok"]
-    assert "ValueError: planted failure at n=64" in sdpa[64]["reason"]
-    assert "out of memory" in sdpa[96]["reason"]
-    swa = {r["params"]["n"]: r for r in by(rows, "scaling", "target.sliding_window")}
+    for pass_ in ("fwd", "bwd", "fwd_bwd"):  # a forward that fails fails its backward points too
+        sdpa = {r["params"]["n"]: r for r in by(rows, "scaling", "target.sdpa", pass_)}
+        assert [sdpa[n]["status"] for n in (32, 64, 96, 128)] == ["ok", "error", "oom", "ok"]
+        assert "ValueError: planted failure at n=64" in sdpa[64]["reason"]
+        assert "out of memory" in sdpa[96]["reason"]
+    swa = {r["params"]["n"]: r for r in by(rows, "scaling", "target.sliding_window", "fwd")}
     assert [swa[n]["status"] for n in (32, 64, 96, 128)] == ["ok", "nan", "nan", "nan"]
     assert "non-finite" in swa[64]["reason"]
     assert all(r["status"] == "ok" for r in by(rows, "scaling", "banded_window"))

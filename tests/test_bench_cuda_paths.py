@@ -273,9 +273,12 @@ def test_cuda_scaling_path_records_oom_and_stops_growing_a_slow_case(monkeypatch
     ctx = Context(load_target("reference"), "reference", "cuda:0", prof, ResultStore(tmp_path / "r"),
                   peak_tflops={"bfloat16": 800.0}, cases=("torch.sdpa.flash",))
     rows = PointRunner(ctx.store, "reference", "cuda:0", progress=False, verbose=False).run(scaling.points(ctx))
-    assert [(r["params"]["n"], r["status"]) for r in rows] == [(1024, "ok"), (2048, "oom"), (4096, "ok"),
-                                                                (8192, "skipped")]
-    assert "per-call budget" in rows[3]["reason"]
+    # pass by pass (forward first), each pass capping its own sweep
+    assert [(r["params"]["pass"], r["params"]["n"], r["status"]) for r in rows] == [
+        (pass_, n, status) for pass_ in ("fwd", "bwd", "fwd_bwd")
+        for n, status in ((1024, "ok"), (2048, "oom"), (4096, "ok"), (8192, "skipped"))]
+    assert "per-call budget" in rows[3]["reason"] and "per-call budget" in rows[7]["reason"]
+    assert rows[4]["metrics"]["flops"] == 2.5 * rows[0]["metrics"]["flops"]
     assert rows[0]["params"]["dtype"] == "bfloat16" and rows[0]["params"]["head_dim"] == 128
     assert all(kw["max_run_s"] == prof.scaling.max_run_s for _, kw in timed) and timed[0][0] == "cuda:0"
     assert rows[2]["metrics"]["frac_of_peak"] == pytest.approx(rows[2]["metrics"]["tflops"] / 800.0)
@@ -343,7 +346,8 @@ def test_spent_budget_records_every_point_as_skipped(tmp_path):
                      "--sizes", "32,64", "--time-budget-s", "0.001"]) == 0
     rows = read_jsonl(out / "results.jsonl")
     assert [r["suite"] for r in rows][:1] == ["receptive_field"]  # scaling goes last under a budget
-    assert len(rows) == 2 + 2 * len(profiles.get("tiny").receptive_field.depths)  # rf has banded_window too
+    # scaling: 2 sizes x the tiny profile's 3 passes; rf has banded_window too
+    assert len(rows) == 2 * 3 + 2 * len(profiles.get("tiny").receptive_field.depths)
     assert all(r["status"] == "skipped" and r["reason"].startswith(BUDGET_REASON) for r in rows)
     assert json.loads((out / "env.json").read_text())["time_budget_s"] == 0.001
 

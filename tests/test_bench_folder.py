@@ -19,7 +19,8 @@ from harness.cli import main as cli_main
 from harness.runfolder import FolderBusy, append_jsonl, locked_by, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--impl", "reference", "--suite", "scaling", "--cases", "banded_window", "--sizes", "32,64"]
+SMALL = ["--impl", "reference", "--suite", "scaling", "--cases", "banded_window", "--sizes", "32,64",
+         "--passes", "fwd"]
 
 
 def bench(out, *extra) -> int:
@@ -111,7 +112,7 @@ def test_a_killed_bench_keeps_its_rows_and_resume_measures_the_rest(tmp_path):
     out = tmp_path / "run"
     results = out / "results.jsonl"
     args = ["--impl", str(target), "--suite", "scaling", "--cases", "banded_window,target.sliding_window",
-            "--sizes", "32,64,128"]
+            "--sizes", "32,64,128", "--passes", "fwd"]
     proc = subprocess.Popen([sys.executable, "-m", "harness", "bench", *args, "--profile", "tiny", "--device",
                              "cpu", "--out", str(out), "--no-progress"],
                             cwd=ROOT, env={**os.environ, "HARNESS_TEST_HANG": str(results)},
@@ -159,7 +160,7 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
 
     monkeypatch.setattr(sweep.Slot, "block", block)
     monkeypatch.setattr(sweep, "_calibrate", lambda slot, min_block_s: cost[slot.n])
-    prof = profiles.get("tiny", sizes=[32, 64, 128])
+    prof = profiles.get("tiny", sizes=[32, 64, 128], passes=["fwd"])
 
     def run(store):
         ctx = Context(load_target("reference"), "reference", "cpu", prof, store, cases=("banded_window",))

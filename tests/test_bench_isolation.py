@@ -42,7 +42,7 @@ def test_a_segfault_fails_each_point_with_its_cause_and_the_run_goes_on(tmp_path
     """Every point of the crashing target is an error naming the signal (its worker restarted for
     the next one); the comparison kernel measured in the same run is ok."""
     code, output, rows = bench_subprocess(tmp_path / "run", HOSTILE / "segfault.py", "--suite", "scaling",
-                                          "--cases", "target.sdpa,reference.naive")
+                                          "--cases", "target.sdpa,reference.naive", "--passes", "fwd")
     assert code == 0, output  # the run completed: its points carry the verdicts
     target = [r for r in rows if r["case"] == "target.sdpa"]
     assert len(target) == 3 and all(r["status"] == "error" and "SIGSEGV" in r["reason"] for r in target), rows
@@ -57,7 +57,7 @@ def test_a_hung_kernel_is_killed_at_the_limit_and_not_called_again(tmp_path):
     receptive-field stack (harness code with the kernel inside, in the worker) is bounded too."""
     code, output, rows = bench_subprocess(tmp_path / "run", HOSTILE / "swallows_timeout.py",
                                           "--suite", "scaling,kv_cache", "--cases", "target.sdpa,mha",
-                                          "--impl-timeout", "3")
+                                          "--impl-timeout", "3", "--passes", "fwd")
     assert code == 0, output
     sdpa = [r for r in rows if r["case"] == "target.sdpa"]
     assert [r["status"] for r in sdpa] == ["error"] * 3

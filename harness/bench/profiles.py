@@ -3,6 +3,9 @@
 cpu   a 2-core laptop/CI box: every suite in about 2-3 minutes. Scaling sweeps
       n = 256..4096 at sqrt(2) steps (9 sizes: the upper-half fit has 5 points)
       with 4 heads of 64 so the n^2 work dominates from n ~ 1k; blocks >= 20 ms.
+      It times the forward and the backward; the backward sweeps the powers of two
+      of that range (5 sizes, the fit 3), which keeps its cost near the forward's
+      (forward+backward on a CPU is about their sum: ``--passes fwd,bwd,fwd_bwd``).
 gpu   one large GPU: n = 1k..128k (memory-efficient kernels reach >= 64k; the
       naive math runs out of memory at some size, which is recorded as "oom").
       A run-level time budget of 225 s (``time_budget_s``; ``--time-budget-s`` overrides,
@@ -33,6 +36,14 @@ class Scaling:
     warmup_ms: float = 25.0
     max_call_s: float = 1.0       # a case whose call takes longer skips its larger sizes
     lstm_max_n: int | None = None
+    #: what each case is timed as (harness.runfolder.PASSES): forward, backward, forward+backward
+    passes: tuple[str, ...] = ("fwd", "bwd", "fwd_bwd")
+    #: the sizes of the backward passes (None: ``sizes``); ``--sizes`` sets both
+    backward_sizes: tuple[int, ...] | None = None
+
+    def sizes_of(self, pass_: str) -> tuple[int, ...]:
+        """The sizes swept in ``pass_``."""
+        return self.sizes if pass_ == "fwd" or self.backward_sizes is None else self.backward_sizes
 
 
 @dataclass(frozen=True)
@@ -108,7 +119,7 @@ def _sqrt2_steps(lo: int, hi: int) -> tuple[int, ...]:
 
 PROFILES: dict[str, Profile] = {
     "cpu": Profile("cpu", Scaling(sizes=_sqrt2_steps(256, 4096), max_call_s=1.2, max_run_s=2.5,
-                                  min_run_s=0.3),
+                                  min_run_s=0.3, passes=("fwd", "bwd"), backward_sizes=(256, 512, 1024, 2048, 4096)),
                    threads=1),
     "gpu": Profile(
         "gpu",
@@ -142,5 +153,7 @@ def get(name: str, **overrides) -> Profile:
         raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}")
     prof = PROFILES[name]
     if overrides.get("sizes"):
-        prof = replace(prof, scaling=replace(prof.scaling, sizes=tuple(overrides["sizes"])))
+        prof = replace(prof, scaling=replace(prof.scaling, sizes=tuple(overrides["sizes"]), backward_sizes=None))
+    if overrides.get("passes"):
+        prof = replace(prof, scaling=replace(prof.scaling, passes=tuple(overrides["passes"])))
     return prof

@@ -51,6 +51,9 @@ def add_parser(sub) -> None:
     p.add_argument("--cases", default=None,
                    help="comma-separated case names to run (default: all of each suite)")
     p.add_argument("--sizes", default=None, help="override the scaling sizes, e.g. 512,1024,2048")
+    p.add_argument("--passes", default=None, metavar="LIST",
+                   help="what scaling times, comma-separated of fwd (forward), bwd (backward alone), "
+                        "fwd_bwd (both together); default: all three")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the profile's; cpu profile: 1; "
                         "the finetune suite trains on every core)")
@@ -88,6 +91,7 @@ def _fan_out(args, suites, torch) -> int:
     # the caller's other options, passed on to every worker
     argv = ["--impl", args.impl]
     for flag, value in (("--profile", args.profile), ("--cases", args.cases), ("--sizes", args.sizes),
+                        ("--passes", args.passes),
                         ("--threads", args.threads), ("--time-budget-s", args.time_budget_s),
                         ("--isolation", args.isolation), ("--impl-timeout", args.impl_timeout),
                         ("--import-timeout", args.import_timeout)):
@@ -115,6 +119,18 @@ def _cuda_problem(device: str, torch) -> str | None:
     if dev.index is not None and dev.index >= count:
         return f"no such device: {count} CUDA device(s) visible (cuda:0..cuda:{count - 1})"
     return None
+
+
+def parse_passes(text: str | None) -> list[str] | None:
+    """The ``--passes`` names (None: the profile's); SystemExit on an unknown one."""
+    from harness.runfolder import PASSES
+    if not text:
+        return None
+    names = list(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
+    unknown = [s for s in names if s not in PASSES]
+    if unknown or not names:
+        raise SystemExit(f"unknown pass(es) {', '.join(unknown) or repr(text)}; known: {', '.join(PASSES)}")
+    return names
 
 
 def ctx_cases(args) -> tuple[str, ...]:
@@ -145,6 +161,7 @@ def main(args) -> int:
 
     started = time.perf_counter()
     suites = registry.parse(args.suite)
+    passes = parse_passes(getattr(args, "passes", None))
     if args.devices or args.device == "all":
         return _fan_out(args, suites, torch)
     device = args.device
@@ -161,7 +178,8 @@ def main(args) -> int:
         # see this one: with --device cuda:1 the events would otherwise time cuda:0
         torch.cuda.set_device(torch.device(device))
     profile = profiles.get(args.profile or ("gpu" if device.startswith("cuda") else "cpu"),
-                           sizes=[int(s) for s in args.sizes.split(",")] if args.sizes else None)
+                           sizes=[int(s) for s in args.sizes.split(",")] if args.sizes else None,
+                           passes=passes)
     # process-wide settings for the run, restored afterwards (bench may run inside pytest)
     threads_before = torch.get_num_threads()
     threads = args.threads or profile.threads
@@ -227,7 +245,8 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
           + f" -> {store.dir}", file=sys.stderr)
     peak = env.measure_peak_tflops(device, size=profile.peak_size)
     ctx = begin_run(store, target, args.impl, device, profile, suites, peak=peak, cases=ctx_cases(args),
-                    threads=args.threads, extra={"cases": list(ctx_cases(args)) or None, "cpu_allocator": allocator,
+                    threads=args.threads, extra={"cases": list(ctx_cases(args)) or None,
+                                                 "passes": list(profile.scaling.passes), "cpu_allocator": allocator,
                                                  "isolation": args.isolation, "time_budget_s": budget})
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
     runner = PointRunner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
