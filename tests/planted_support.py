@@ -64,7 +64,8 @@ def assert_caught(pytester, suite, bug: Path, test: str, messages=()) -> str:
     assert f"[{prop}]" in out, f"the failure does not name the property [{prop}]:\n{out[-3000:]}"
     repro = out.split("repro:", 1)
     assert len(repro) == 2 and "--impl" in repro[1], "no repro line"
-    assert bug.name in repro[1].splitlines()[0], "the repro does not name the target"
+    name = bug.name if isinstance(bug, Path) else str(bug)  # a planted file, or a target module's name
+    assert name in repro[1].splitlines()[0], "the repro does not name the target"
     for fragment in messages:
         assert fragment in out, f"{bug.name}: expected {fragment!r} in the failure:\n{out[-3000:]}"
     return out
@@ -94,3 +95,21 @@ def source_target(tmp_path, name: str, source: str, isolation: str, timeout: flo
     target = load_target(str(path), isolation=isolation, timeout=timeout)
     yield target
     target.close()
+
+
+def release_target(module: str, folder: str, package: str, version: str) -> str:
+    """The target module ``module`` over the side-by-side release ``package==version`` in
+    ``$HARNESS_LIBS/folder`` (``harness.adapters.releases``; checked without importing it here):
+    skipped with the install command when absent, failed instead under ``$HARNESS_REQUIRE_RELEASES``
+    (CI installs every release, so a check it skips proves nothing)."""
+    import os
+
+    import pytest
+
+    from harness.adapters.releases import missing
+    why = missing(folder, package, version)
+    if why and os.environ.get("HARNESS_REQUIRE_RELEASES"):
+        pytest.fail(f"required here ($HARNESS_REQUIRE_RELEASES): {why}")
+    if why:
+        pytest.skip(why)
+    return module

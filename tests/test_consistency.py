@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from planted_support import ROOT, run_suite
+from planted_support import ROOT, release_target, run_suite
 
 PAIR = ROOT / "tests" / "planted" / "consistency"
 EAGER, FUSED = PAIR / "eager.py", PAIR / "fused.py"
@@ -64,10 +64,7 @@ def test_hf_mistral_window_paths_disagree(pytester, tmp_path):
     """transformers 4.38.2: the eager mask keeps w keys, the FA2 call window_size=(w, w) w + 1."""
     eager, fa2 = "harness.adapters.hf_mistral_eager_window", "harness.adapters.hf_mistral_fa2_window"
     for module in (eager, fa2):
-        try:
-            __import__(module)
-        except ImportError as exc:
-            pytest.skip(f"transformers 4.38.2 not installed side by side: {exc}")
+        release_target(module, "tf-4.38.2", "transformers", "4.38.2")
     args = (["test_sliding_window.py", "test_consistency.py"], [eager, fa2],
             "test_window_extent or sliding_window_attention")
     result = run_suite(pytester, *args)

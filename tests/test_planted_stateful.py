@@ -5,29 +5,26 @@ Every ``tests/planted/positions/stateful_*.py`` target is the correct cached mod
 under the derandomized ``ci`` profile, with a shrunk call *sequence* as the configuration and a
 repro line that replays it and fails. Controls: ``reference`` and the planted base pass, their
 pairing named. Real releases of rotary-embedding-torch (installed side by side, see
-``tests/releases/``): 0.2.6 (cache keyed on the length only) and 0.8.2 (a call at an offset
+``harness/adapters/rotary_embedding_torch_<version>.py``): 0.2.6 (cache keyed on the length only) and 0.8.2 (a call at an offset
 writes the table's first rows) fail; 0.2.7 and 0.8.3, which fixed them, pass. A release that
 is not installed skips with the pip command, unless ``$HARNESS_REQUIRE_RELEASES`` is set (CI).
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import sys
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 import torch
 
 from harness.cli import main as cli_main
-from planted_support import ROOT, assert_caught, conformance, run_suite
+from planted_support import ROOT, assert_caught, conformance, release_target, run_suite
 
 SUITE, TEST, PROPERTY = "test_rope_module.py", "test_call_sequences", "rope_module.call_sequences"
 PLANTED = ROOT / "tests" / "planted" / "positions"
-RELEASES = ROOT / "tests" / "releases"
 
 #: planted bug -> what its failure must say (besides the property, the repro and the target)
 BUGS = {
@@ -98,24 +95,10 @@ def test_correct_modules_pass(pytester, tmp_path):
     assert cells[(PROPERTY, base)] == "convention:rotate_half"
 
 
-def _release(version: str) -> Path:
-    """The release's target module; skipped (failed under $HARNESS_REQUIRE_RELEASES) when the
-    release or einops is not installed."""
-    sys.path.insert(0, str(RELEASES))
-    try:
-        from _release import libs_dir
-    finally:
-        sys.path.remove(str(RELEASES))
-    where = libs_dir() / f"ret-{version}"
-    missing = None if (where / "rotary_embedding_torch").is_dir() else \
-        f"pip install --target {where} --no-deps rotary-embedding-torch=={version}"
-    if missing is None and find_spec("einops") is None:
-        missing = "pip install einops"
-    if missing and os.environ.get("HARNESS_REQUIRE_RELEASES"):
-        pytest.fail(f"rotary-embedding-torch {version} is required here: {missing}")
-    if missing:
-        pytest.skip(f"rotary-embedding-torch {version} not installed side by side: {missing}")
-    return RELEASES / f"rotary_embedding_torch_{version.replace('.', '_')}.py"
+def _release(version: str) -> str:
+    """The release's target module (``harness/adapters/rotary_embedding_torch_<version>.py``)."""
+    return release_target(f"harness.adapters.rotary_embedding_torch_{version.replace('.', '_')}",
+                          f"ret-{version}", "rotary-embedding-torch", version)
 
 
 @pytest.mark.parametrize("version", ["0.2.6", "0.8.2"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from planted_support import assert_caught, conformance, property_of, run_suite, suite_tests
+from planted_support import assert_caught, conformance, property_of, release_target, run_suite, suite_tests
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted" / "t5_bias"
@@ -51,12 +51,8 @@ def test_correct_targets_pass(pytester, tmp_path):
 
 
 def _release_target(version: str) -> str:
-    module = f"harness.adapters.xtransformers_{version.replace('.', '_')}_t5_bias"
-    try:
-        __import__(module)
-    except ImportError as exc:
-        pytest.skip(f"x-transformers {version} not installed side by side: {exc}")
-    return module
+    return release_target(f"harness.adapters.xtransformers_{version.replace('.', '_')}_t5_bias",
+                          f"xt-{version}", "x-transformers", version)
 
 
 def test_xtransformers_1_0_1_is_caught(pytester):

@@ -3,16 +3,24 @@
     pip install --target /tmp/libs/NAME-VERSION --no-deps PACKAGE==VERSION
 
 (``$HARNESS_LIBS`` replaces ``/tmp/libs``.) An installed package keeps its one version; a release
-folder lets a target wrap x-transformers 1.0.1 next to the 2.x the environment has. Nothing is put
-on ``sys.path``: ``load_definitions`` executes the named top-level definitions of one of the
-release's source files (its own code, unchanged) in a namespace of the modules they use, so a
-release whose package ``__init__`` imports what is not installed (x-transformers 1.0.x: entmax)
-can still be wrapped, and the installed version stays the one ``import`` sees.
+folder lets a target wrap x-transformers 1.0.1 next to the 2.x the environment has. Two ways:
+
+- ``import_release``: the release folder first on ``sys.path``, then an adapter module imported over
+  it (rotary-embedding-torch 0.2.6 ... 0.8.3). It runs in the target's own worker process, so
+  releases of one package never meet in one interpreter.
+- ``load_definitions``: nothing put on ``sys.path``; the named top-level definitions of one of the
+  release's source files (its own code, unchanged) are executed in a namespace of the modules
+  they use, so a release whose package ``__init__`` imports what is not installed
+  (x-transformers 1.0.x: entmax) can still be wrapped, and the installed version stays the one
+  ``import`` sees.
 """
 from __future__ import annotations
 
 import ast
+import importlib
 import os
+import sys
+from importlib import metadata
 from pathlib import Path
 
 
@@ -20,6 +28,18 @@ def release_dir(folder: str) -> Path:
     """``$HARNESS_LIBS/folder`` (default ``/tmp/libs/folder``); ImportError naming the install
     command when it is absent."""
     return Path(os.environ.get("HARNESS_LIBS", "/tmp/libs")) / folder
+
+
+def missing(folder: str, package: str, version: str) -> str | None:
+    """Why ``release_dir(folder)`` does not hold ``package`` at ``version`` (with the install
+    command), or None; read from its ``.dist-info``, importing nothing."""
+    root = release_dir(folder)
+    install = f"pip install --target {root} --no-deps {package}=={version}"
+    found = [d.name.split("-")[1].removesuffix(".dist")
+             for d in root.glob(f"{package.replace('-', '_')}-*.dist-info")]
+    if version not in found:
+        return f"{package} {version} is not installed side by side at {root} ({install})"
+    return None
 
 
 def require(folder: str, package: str, version: str, relpath: str) -> Path:
@@ -48,3 +68,23 @@ def load_definitions(path: Path, names: tuple[str, ...], namespace: dict) -> dic
     code = compile(ast.Module(body=wanted, type_ignores=[]), str(path), "exec")
     exec(code, namespace)  # noqa: S102 - the release's own source, unchanged
     return namespace
+
+
+def import_release(package: str, version: str, folder: str, adapter: str) -> dict:
+    """The public names of the module ``adapter``, imported with ``release_dir(folder)`` first on
+    sys.path; ImportError (with the install command) unless that folder holds ``package`` at
+    exactly ``version``, or when another copy of the package is imported in this process."""
+    where = release_dir(folder)
+    if not where.is_dir():
+        raise ImportError(f"{package} {version} is not installed side by side: no {where} "
+                          f"(pip install --target {where} --no-deps {package}=={version})")
+    loaded = sys.modules.get(package.replace("-", "_"))
+    if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(str(where)):
+        raise ImportError(f"another {package} is already imported here ({loaded.__file__}): releases side by "
+                          f"side need a process each (the default --isolation process)")
+    sys.path.insert(0, str(where))
+    found = metadata.version(package)
+    if found != version:
+        raise ImportError(f"{where} holds {package} {found}, expected {version}")
+    module = importlib.import_module(adapter)
+    return {k: v for k, v in vars(module).items() if not k.startswith("_") or k == "__version__"}
