@@ -37,15 +37,19 @@ def vjp(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out=
 
 
 def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out: torch.Tensor,
-             module: Any = None, params: tuple[str, ...] = ()):
+             module: Any = None, params: tuple[str, ...] = (), seed: int | None = None):
     """The target's forward and backward: ``fn(*args, **kwargs)`` with ``args[i]`` (``i`` in
     ``wrt``) as fresh leaves, and ``module``'s tensors ``params`` (e.g. "weight", "bias") made to
     require grad, then one backward with the upstream gradient ``grad_out`` (output-shaped).
+    ``seed``: both run after ``manual_seed(seed)`` (one RNG stream: a dropout backward that draws
+    a fresh mask draws past the forward's), and torch's RNG is left as it was.
 
     Returns ``(output detached, [grad of each wrt arg], {param: grad}, why)``; a gradient the
     backward did not reach is None. ``why`` is None, or why the target has no backward: its
     output has no grad_fn, or the backward raised NotImplementedError (or torch's "not
     implemented" RuntimeError). Any other exception in the backward is the target's error."""
+    if seed is not None:
+        return seeded(seed, backward, fn, args, kwargs, wrt, grad_out, module, params)
     args, leaves = _with_leaves(args, wrt)
     tensors = []
     for name in params:

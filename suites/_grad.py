@@ -21,15 +21,16 @@ from harness.target_ops import backward
 
 
 def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor,
-                 module=None, params: tuple[str, ...] = ()):
-    """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives.
+                 module=None, params: tuple[str, ...] = (), seed: int | None = None):
+    """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives
+    (``seed``: both under ``target_ops.manual_seed(seed)``, for a dropout call).
 
     Returns ``(output, [grad of args[i] for i in wrt], {param: grad})``; a gradient the backward
     did not reach is zeros (a lost gradient then fails the comparison). A target without a
     backward (declared ``HARNESS_UNSUPPORTED = {"backward"}``, an output without grad_fn, or a
     backward raising NotImplementedError) is reported ``unsupported (no backward: ...)``."""
     require_features(target, "backward")
-    out, grads, pgrads, why = on_target(target, backward, fn, args, kwargs, wrt, g, module, params)
+    out, grads, pgrads, why = on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed)
     if why is not None:
         pytest.skip(f"{UNSUPPORTED} (no backward: {why})")
     grads = [torch.zeros_like(args[i]) if d is None else d for i, d in zip(wrt, grads)]

@@ -13,8 +13,9 @@ with a real-world mistake (the forward stays right) and exports the protocol nam
     scaled_dot_product_attention = Planted().scaled_dot_product_attention
 
 Unmodified (``correct_custom_backward.py``) they pass every gradient property: attention in
-float32 (causal top-left, bool/float masks, GQA, scale, the protocol's sliding window of w keys;
-FlashAttention's backward, P recomputed),
+float32 (causal top-left, bool/float masks, GQA, scale, dropout from torch's RNG with the keep mask
+saved for the backward, the protocol's sliding window of w keys; FlashAttention's backward, P
+recomputed),
 LayerNorm/RMSNorm (float32 statistics), rotate-half RoPE and a position table.
 """
 from __future__ import annotations
@@ -31,24 +32,33 @@ def _f32(t):
 
 class _SDPA(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, impl, q, k, v, visible, bias, scale, group):
+    def forward(ctx, impl, q, k, v, visible, bias, scale, group, dropout_p=0.0):
         qf, kf, vf = _f32(q), impl.expand_kv(_f32(k), group), impl.expand_kv(_f32(v), group)
-        ctx.save_for_backward(qf, kf, vf, visible, bias)
-        ctx.impl, ctx.scale, ctx.group, ctx.dtypes = impl, scale, group, (q.dtype, k.dtype, v.dtype)
-        return (impl.probs(qf, kf, scale, visible, bias) @ vf).to(q.dtype)
+        P = impl.probs(qf, kf, scale, visible, bias)
+        keep = torch.rand(P.shape, device=P.device) >= dropout_p if dropout_p else None  # torch's global RNG
+        ctx.save_for_backward(qf, kf, vf, visible, bias, keep)
+        ctx.impl, ctx.scale, ctx.group, ctx.dtypes, ctx.p = impl, scale, group, (q.dtype, k.dtype, v.dtype), dropout_p
+        if keep is not None:
+            P = P * keep.to(P.dtype) / (1 - dropout_p)
+        return (P @ vf).to(q.dtype)
 
     @staticmethod
     def backward(ctx, dout):
-        qf, kf, vf, visible, bias = ctx.saved_tensors
+        qf, kf, vf, visible, bias, keep = ctx.saved_tensors
         impl, scale = ctx.impl, ctx.scale
         dO = dout.to(qf.dtype)
         P = impl.backward_probs(qf, kf, scale, visible, bias)  # recomputed, as FlashAttention does
-        dV = impl.dv(P, dO, qf, kf, scale, bias)
-        dS = impl.softmax_backward(P, dO @ vf.transpose(-2, -1))
+        dP = dO @ vf.transpose(-2, -1)
+        if keep is not None:  # O = (P * M) V with M = keep / (1 - p): dV = (P * M)^T dO, dP = (dO V^T) * M
+            M = impl.dropout_backward_multiplier(keep, ctx.p).to(P.dtype)
+            dV, dP = impl.dv(P * M, dO, qf, kf, scale, bias), dP * M
+        else:
+            dV = impl.dv(P, dO, qf, kf, scale, bias)
+        dS = impl.softmax_backward(P, dP)
         dQ, dK = impl.dq(dS, kf, scale), impl.dk(dS, qf, scale)
         dK, dV = impl.reduce_group(dK, ctx.group), impl.reduce_group(dV, ctx.group)
         dq_t, dk_t, dv_t = ctx.dtypes
-        return None, dQ.to(dq_t), dK.to(dk_t), dV.to(dv_t), None, None, None, None
+        return None, dQ.to(dq_t), dK.to(dk_t), dV.to(dv_t), None, None, None, None, None
 
 
 class Attention:
@@ -75,6 +85,10 @@ class Attention:
     def dv(self, P, dO, q, k, scale, bias):
         return P.transpose(-2, -1) @ dO
 
+    def dropout_backward_multiplier(self, keep, p):
+        """The forward's dropout, for the backward: its saved keep mask, rescaled by 1/(1 - p)."""
+        return keep / (1 - p)
+
     def softmax_backward(self, P, dP):
         return P * (dP - (P * dP).sum(-1, keepdim=True))
 
@@ -93,8 +107,6 @@ class Attention:
 
     def scaled_dot_product_attention(self, query, key, value, attn_mask=None, dropout_p=0.0,
                                      is_causal=False, scale=None, enable_gqa=False):
-        if dropout_p:
-            raise NotImplementedError("dropout is not supported")
         hq, hkv = query.shape[-3], key.shape[-3]
         if hq != hkv and (not enable_gqa or hq % hkv):
             raise ValueError(f"query has {hq} heads, key {hkv}: needs enable_gqa and Hq % Hkv == 0")
@@ -105,7 +117,7 @@ class Attention:
             visible = attn_mask if visible is None else visible & attn_mask
         elif attn_mask is not None:
             bias = attn_mask
-        return _SDPA.apply(self, query, key, value, visible, bias, scale, hq // hkv)
+        return _SDPA.apply(self, query, key, value, visible, bias, scale, hq // hkv, float(dropout_p))
 
     def window_visible(self, L, S, window, device):
         """The protocol's window: row i (absolute position p = i + S - L) sees p - window < j <= p."""

@@ -1,14 +1,12 @@
 """A correct target whose every backward is hand-written (``torch.autograd.Function``): float32
-attention (causal, bool/float masks, GQA, scale, sliding window; P recomputed in the backward as FlashAttention
-does), LayerNorm, RMSNorm, rotate-half RoPE and a learned position table. It must pass every
+attention (causal, bool/float masks, GQA, scale, dropout with the forward's keep mask saved, sliding window;
+P recomputed in the backward as FlashAttention does), LayerNorm, RMSNorm, rotate-half RoPE and a learned position table. It must pass every
 gradient property (tests/test_planted_grad.py); the planted bugs beside it each change one hook."""
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _base import Attention, LayerNorm, LearnedPositionEmbedding, RMSNorm, Rope  # noqa: E402,F401
-
-HARNESS_UNSUPPORTED = {"dropout"}
 
 _attention = Attention()
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
