@@ -10,6 +10,13 @@ written into it, and its forward and backward run in its worker with a random up
 g; every gradient is compared with float64 autograd of ``reference.layernorm`` /
 ``reference.rmsnorm`` under the policy (``K_GRAD`` x autograd of the same math in the input
 dtype + floor). eps is always passed explicitly, so the rmsnorm_eps convention does not enter.
+
+The residual block (``residual_block(dim, sublayer)``) wraps the harness's linear sublayer
+f(h) = h W^T (W (dim, dim), scaled so both paths carry gradients of one size); its forward is
+matched to one of x + f(norm(x)) (pre) / norm(x + f(x)) (post) with a fresh LayerNorm or RMSNorm
+(identity affine), and dx and dW are compared with float64 autograd of that block. The block's
+eps is not part of the protocol: x has std 32, so eps <= 1e-5 moves the result by < 1e-8
+relative, and the naive yardstick is the worst of eps in {0, 1e-6, 1e-5}.
 """
 from __future__ import annotations
 
@@ -18,15 +25,18 @@ import math
 import pytest
 import torch
 from hypothesis import given
+from torch import nn
 
-from harness import regimes, tolerance
+from harness import guard, regimes, tolerance
 from harness.configs_norms import norm_configs
+from harness.guard import ImplementationError
+from harness.isolation import is_module
 from harness.regimes import covering
-from harness.runner import run
+from harness.runner import impl, on_target, run
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
 from suites._grad import assert_grads, autograd_of, target_grads, upstream
-from suites._norms import LN, RMS, build, naive_dtype
+from suites._norms import BLOCK, LN, RMS, build, naive_dtype
 from suites.test_rmsnorm import _rms
 
 FAMILY = "norm_grad"
@@ -119,6 +129,72 @@ def check_rmsnorm(target, cfg):
     assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})")
 
 
+class LinearSublayer(nn.Module):
+    """f(h) = h W^T, (..., dim) -> (..., dim): the residual block's sublayer, built in the target's
+    process (``on_target``) so that its weight's gradient is read where the block runs."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.weight = nn.Parameter(weight.clone())
+
+    def forward(self, h):
+        return h @ self.weight.transpose(0, 1).to(h.dtype)
+
+
+#: the residual block's input std: eps (<= 1e-5) / var < 1e-8, below the float32 floor
+BLOCK_STD = 32.0
+BLOCK_EPS = (1e-5, 0.0, 1e-6)  # the truth's eps first
+
+
+def block_math(placement: str, norm: str, eps: float, dtype: torch.dtype):
+    """(x, W) -> the block's output in ``dtype``: pre x + f(n(x)) or post n(x + f(x)), n a fresh
+    LayerNorm or RMSNorm (identity affine) over the last dim."""
+    def n(h):
+        if norm == "layernorm":
+            return layer_norm_math(h, (h.shape[-1],), eps=eps, compute_dtype=dtype)
+        return rms_norm_math(h, (h.shape[-1],), eps=eps, compute_dtype=dtype)
+
+    def block(x, w):
+        x, w = x.to(dtype), w.to(dtype)
+        return x + n(x) @ w.T if placement == "pre" else n(x + x @ w.T)
+    return block
+
+
+def check_residual_block(target, cfg):
+    """The residual block's dx and its sublayer's dW equal float64 autograd of the block its forward
+    is (pre- or post-norm, LayerNorm or RMSNorm, matched from the output): the residual path's
+    identity gradient (dx = g + ... for pre-norm) and the sublayer path's both arrive."""
+    dim, dtype = cfg.normalized_shape[0], cfg.torch_dtype
+    gen = cfg.generator(salt=3)
+    w = (torch.randn(dim, dim, generator=gen, dtype=torch.float64) * (BLOCK_STD / dim ** 0.5)).to(dtype).double()
+    sub = on_target(target, LinearSublayer, w)
+    block = impl(target, BLOCK)(dim, sub)
+    if not is_module(block):
+        raise ImplementationError(f"{BLOCK}({dim}, sublayer) returned {type(block).__name__}, not an nn.Module")
+    block = guard.call(target.limit, block.to, f"{BLOCK}.to", device=target.device, dtype=dtype)
+    x = cfg.x(target.device, std=BLOCK_STD)
+    g = upstream(cfg.shape, dtype, cfg.generator(salt=9), target.device)
+    out, (dx,), pg = target_grads(target, block, (x,), {}, (0,), g, module=sub, params=("weight",))
+    dw = torch.zeros(dim, dim) if pg["weight"] is None else pg["weight"]
+    found = None
+    for placement in ("pre", "post"):
+        for norm in ("layernorm", "rmsnorm"):
+            ref = block_math(placement, norm, BLOCK_EPS[0], torch.float64)(x.double().cpu(), w)
+            nai = block_math(placement, norm, BLOCK_EPS[0], naive_dtype(dtype))(x.cpu(), w).to(dtype)
+            if found is None and tolerance.compare(out, ref, nai, dtype=dtype).ok:
+                found = placement, norm
+    if found is None:
+        raise AssertionError(f"{BLOCK}({dim}, f)'s forward matches none of x + f(norm(x)) and norm(x + f(x)) "
+                             f"with a fresh LayerNorm or RMSNorm, so its backward has no reference "
+                             f"(see norm_placement.placement)")
+    truth = autograd_of(block_math(*found, BLOCK_EPS[0], torch.float64), [x.double(), w], g.double())
+    cands = [autograd_of(block_math(*found, eps, naive_dtype(dtype)), [x, w.to(dtype)], g) for eps in BLOCK_EPS]
+    naive = [tolerance.worst_naive(t, [c[i] for c in cands]) for i, t in enumerate(truth)]
+    what = (f"of {BLOCK}({dim}, f) ({found[0]}-norm {found[1]}, f(h) = h W^T): dx must carry the residual "
+            f"path's identity gradient and the sublayer path's")
+    assert_grads(("dx", "the sublayer's dW"), [dx, dw], truth, naive, dtype, what)
+
+
 @pytest.mark.needs(LN)
 @given(cfg=norm_configs())
 @covering(regimes.NORMS[:2])
@@ -137,3 +213,9 @@ def test_shift_invariance(target, cfg):
 @covering(regimes.NORMS[:2])
 def test_rmsnorm(target, cfg):
     run(target, check_rmsnorm, cfg)
+
+
+@pytest.mark.needs(BLOCK)
+@given(cfg=norm_configs(max_ns_dims=1, min_features=2))
+def test_residual_block(target, cfg):
+    run(target, check_residual_block, cfg)

@@ -16,7 +16,8 @@ Unmodified (``correct_custom_backward.py``) they pass every gradient property: a
 float32 (causal top-left, bool/float masks, GQA, scale, dropout from torch's RNG with the keep mask
 saved for the backward, the protocol's sliding window of w keys; FlashAttention's backward, P
 recomputed),
-LayerNorm/RMSNorm (float32 statistics), rotate-half RoPE and a position table.
+LayerNorm/RMSNorm (float32 statistics), a pre-norm residual block, rotate-half RoPE and a
+position table.
 """
 from __future__ import annotations
 
@@ -212,6 +213,34 @@ class RMSNorm(_Norm):
     def forward(self, x):
         eps = torch.finfo(_f32(x).dtype).eps if self.eps is None else self.eps
         return _RMSNormFn.apply(self, x, self.weight, len(self.normalized_shape), eps)
+
+
+class _ResidualAdd(torch.autograd.Function):
+    """x + h, with the backward split into the residual path's hook and the sublayer path's."""
+
+    @staticmethod
+    def forward(ctx, impl, x, h):
+        ctx.impl = impl
+        return x + h
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, ctx.impl.residual_dx(g), g
+
+
+class PreNormBlock(nn.Module):
+    """x + sublayer(norm(x)) with this file's LayerNorm and a hand-written residual add."""
+
+    def __init__(self, dim, sublayer):
+        super().__init__()
+        self.norm, self.sublayer = LayerNorm(dim), sublayer
+
+    def residual_dx(self, g):
+        """The residual path's gradient: the identity."""
+        return g
+
+    def forward(self, x):
+        return _ResidualAdd.apply(self, x, self.sublayer(self.norm(x)))
 
 
 def rotate_half(x):
