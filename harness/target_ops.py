@@ -166,6 +166,18 @@ def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps
     return None
 
 
+def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, ...], eps: float, atol: float,
+                     rtol: float) -> str | None:
+    """``gradcheck`` of ``mod(x)`` with respect to x and ``mod``'s tensors ``params`` (e.g. "weight",
+    "bias"; float64), each swapped in with ``torch.func.functional_call``: inputs 0, 1, ... are
+    x, then ``params`` in order."""
+    tensors = [getattr(mod, name) for name in params]
+
+    def fn(x, *ps):
+        return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))
+    return gradcheck(fn, (x, *(t.detach() for t in tensors)), {}, tuple(range(1 + len(params))), eps, atol, rtol)
+
+
 def _worst_element(f: Callable, leaves: list, eps: float, rtol: float) -> str:
     """The Jacobian element furthest outside ``rtol``: input n, output index, input index, both values."""
     worst = (-1.0, "")

@@ -20,6 +20,19 @@ from harness.runner import UNSUPPORTED, on_target, require_features
 from harness.target_ops import backward
 
 
+#: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
+#: central differences on O(1) inputs are good to ~1e-10, so a backward 1e-6 off passes, 3e-6 off fails
+GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
+
+
+def skip_unless_float64(target, cfg) -> None:
+    """A gradcheck property's tiny float64 config: skipped ``unsupported (declared: ...)`` for a
+    target whose HARNESS_DTYPES / HARNESS_SIZES leave it out (the only dtype gradcheck draws)."""
+    if not target.supports(cfg):
+        pytest.skip(f"{UNSUPPORTED} (declared: float64 inputs of these tiny shapes are outside HARNESS_DTYPES / "
+                    f"HARNESS_SIZES; gradcheck needs float64)")
+
+
 def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor,
                  module=None, params: tuple[str, ...] = (), seed: int | None = None):
     """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives

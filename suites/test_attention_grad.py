@@ -27,8 +27,8 @@ from harness.runner import UNSUPPORTED, on_target, record_label, require_feature
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
-from suites._grad import (assert_grads, assert_zero, autograd_of, grad_allowance, qkv_and_upstream, target_grads,
-                          worst_each)
+from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, qkv_and_upstream,
+                          target_grads, worst_each)
 from suites.test_attention_masks import _random_mask
 
 FAMILY = "attention_grad"
@@ -167,11 +167,6 @@ def check_gqa(target, cfg):
                 f"with K/V repeat_interleave'd: the backward must sum over the query group (Hq={cfg.hq}, "
                 f"Hkv={cfg.hkv})")
     assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})")
-
-
-#: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
-#: central differences on O(1) inputs are good to ~1e-10, so a backward 1e-6 off passes, 3e-6 off fails
-GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
 
 
 @st.composite

@@ -25,17 +25,19 @@ import math
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 from harness import guard, regimes, tolerance
-from harness.configs_norms import norm_configs
+from harness.configs_norms import NormConfig, norm_configs
 from harness.guard import ImplementationError
 from harness.isolation import is_module
 from harness.regimes import covering
 from harness.runner import impl, on_target, run
+from harness.target_ops import module_gradcheck
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
-from suites._grad import assert_grads, autograd_of, target_grads, upstream
+from suites._grad import GRADCHECK, assert_grads, autograd_of, skip_unless_float64, target_grads, upstream
 from suites._norms import BLOCK, LN, RMS, build, naive_dtype
 from suites.test_rmsnorm import _rms
 
@@ -195,6 +197,39 @@ def check_residual_block(target, cfg):
     assert_grads(("dx", "the sublayer's dW"), [dx, dw], truth, naive, dtype, what)
 
 
+@st.composite
+def tiny_norm_configs(draw) -> NormConfig:
+    """float64, 2-3 tokens of 3-6 features (one or two normalized dims): gradcheck's Jacobians stay small."""
+    return NormConfig(lead=draw(st.sampled_from([(2,), (1, 3)])),
+                      normalized_shape=draw(st.sampled_from([(3,), (4,), (6,), (2, 3)])), dtype="float64",
+                      eps=draw(st.sampled_from([1e-5, 0.1])), affine=draw(st.booleans()), log2_scale=0,
+                      seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def check_gradcheck(target, cfg):
+    """``torch.autograd.gradcheck`` in float64 on tiny shapes of the target's LayerNorm or RMSNorm
+    (whichever it defines; both: by the seed's parity), with respect to x and, when affine, the
+    weight (and LayerNorm's bias): the backward's Jacobian equals central differences of the
+    target's own forward within 1e-8 + 1e-6 x |numerical| (a backward 3e-6 off fails here)."""
+    names = [n for n in (LN, RMS) if n in target.available()]
+    name = names[cfg.seed % len(names)]
+    x = cfg.x(target.device)
+    w, b = cfg.params()
+    if name == LN:
+        params = {"weight": w, "bias": b} if cfg.affine else {}
+        mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **params)
+    else:
+        mod, gamma = _rms(target, cfg, cfg.eps, w)
+        params = {"weight": gamma} if cfg.affine else {}
+    g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
+    module_grads(target, mod, cfg, x, g, tuple(params))  # a target without a backward is unsupported
+    why = on_target(target, module_gradcheck, mod, x, tuple(params), **GRADCHECK)
+    if why is not None:
+        inputs = ", ".join(f"{i} = {n}" for i, n in enumerate(("x", *params)))
+        raise AssertionError(f"gradcheck of {name}({cfg.ctor_shape}, eps={cfg.eps}) (inputs {inputs}; "
+                             f"{GRADCHECK}) failed: {why}")
+
+
 @pytest.mark.needs(LN)
 @given(cfg=norm_configs())
 @covering(regimes.NORMS[:2])
@@ -219,3 +254,11 @@ def test_rmsnorm(target, cfg):
 @given(cfg=norm_configs(max_ns_dims=1, min_features=2))
 def test_residual_block(target, cfg):
     run(target, check_residual_block, cfg)
+
+
+@given(cfg=tiny_norm_configs())
+def test_gradcheck(target, cfg):
+    if not {LN, RMS} & set(target.available()):
+        pytest.skip(f"target {target.spec!r} has no attribute {LN!r} or {RMS!r}")
+    skip_unless_float64(target, cfg)
+    run(target, check_gradcheck, cfg)

@@ -154,6 +154,7 @@ class _LayerNormFn(torch.autograd.Function):
         h, xhat, rstd, weight = ctx.saved_tensors
         impl, nd, g = ctx.impl, ctx.nd, dy.to(h.dtype)
         gw = g if weight is None else g * weight.to(h.dtype)
+        rstd = impl.ln_backward_rstd(h, rstd, tuple(range(-nd, 0)))
         dx = impl.ln_dx(gw, xhat, rstd, tuple(range(-nd, 0))).to(dy.dtype)
         dw = None if weight is None else impl.ln_dweight(g, xhat, h).sum(_lead(h, nd)).to(weight.dtype)
         db = g.sum(_lead(h, nd)).to(weight.dtype) if ctx.has_bias else None
@@ -195,6 +196,10 @@ class LayerNorm(_Norm):
 
     def ln_dx(self, gw, xhat, rstd, dims):
         return rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
+
+    def ln_backward_rstd(self, h, rstd, dims):
+        """The 1/sqrt(var + eps) the backward uses: the forward's, saved."""
+        return rstd
 
     def ln_dweight(self, g, xhat, h):
         return g * xhat
@@ -250,19 +255,24 @@ def rotate_half(x):
 
 class _RopeFn(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, impl, x, cos, sin):
-        ctx.save_for_backward(cos, sin)
+    def forward(ctx, impl, x, ang):
+        cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+        ctx.save_for_backward(cos, sin, ang)
         ctx.impl = impl
         return x * cos + rotate_half(x) * sin
 
     @staticmethod
     def backward(ctx, g):
-        cos, sin = ctx.saved_tensors
-        return None, ctx.impl.rope_backward(g, cos, sin), None, None
+        cos, sin = ctx.impl.backward_tables(*ctx.saved_tensors)
+        return None, ctx.impl.rope_backward(g, cos, sin), None
 
 
 class Rope:
     """Hugging Face-style rotate-half RoPE (angles in float32, float64 for float64 input)."""
+
+    def backward_tables(self, cos, sin, ang):
+        """The cos/sin tables the backward rotates with: the forward's, saved (``ang``: the angles)."""
+        return cos, sin
 
     def rope_backward(self, g, cos, sin):
         """The transpose of the rotation: R(-m theta) g."""
@@ -276,7 +286,7 @@ class Rope:
         ang = torch.cat((ang, ang), -1)
         if ang.dim() == 3:
             ang = ang[:, None]
-        return _RopeFn.apply(self, x, ang.cos().to(x.dtype), ang.sin().to(x.dtype))
+        return _RopeFn.apply(self, x, ang)
 
 
 class _LookupFn(torch.autograd.Function):
