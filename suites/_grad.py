@@ -18,6 +18,7 @@ from harness import tolerance
 from harness.guard import expect_tensor
 from harness.runner import UNSUPPORTED, on_target, require_features
 from harness.target_ops import backward
+from suites._attention import poison
 
 
 #: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
@@ -62,6 +63,23 @@ def qkv_and_upstream(target, cfg, salt: int = 9):
     upstream gradient dO of the output's shape."""
     q, k, v = cfg.qkv(target.device)
     return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
+
+
+def poison_for_backward(q, k, v, cols: torch.Tensor, gen: torch.Generator, g: torch.Tensor,
+                        scale: float | None = None):
+    """``suites._attention.poison`` (K and V at key positions ``cols`` set to +-1e4, K capped for the
+    scores), with those values shrunk too, if needed, so that dP = dO V^T stays below a quarter
+    of the dtype's max: a correct backward that forms dP in the input dtype (Hugging Face eager
+    attention in float16) would overflow there, and P * inf = NaN in dS, before any mask is
+    tested. Values this large still expose a backward that leaks gradient into masked keys."""
+    k2, v2 = poison(q, k, v, cols, gen, scale)
+    bad = v2[..., cols, :].double()
+    dp = g.double().cpu() @ bad.cpu().repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3).transpose(-2, -1)
+    peak = float(dp.abs().max()) if dp.numel() else 0.0
+    cap = torch.finfo(v.dtype).max / 4
+    if peak > cap:
+        v2[..., cols, :] = (bad * (cap / peak)).to(v.dtype)
+    return k2, v2
 
 
 def autograd_of(fn: Callable, tensors: Sequence[torch.Tensor], g: torch.Tensor) -> list[torch.Tensor]:

@@ -26,9 +26,9 @@ from harness.regimes import covering
 from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
-from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, poison, visibility
-from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, qkv_and_upstream,
-                          target_grads, worst_each)
+from suites._attention import SCALE_PLACEMENTS, SDPA, _cpu, features_of, visibility
+from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, poison_for_backward,
+                          qkv_and_upstream, target_grads, worst_each)
 from suites.test_attention_masks import _random_mask
 
 FAMILY = "attention_grad"
@@ -102,7 +102,7 @@ def check_causal(target, cfg):
     future = torch.arange(cfg.S) > cut
     rows = ~(vis & future).any(-1)  # queries that see no key after the cut
     g = g * rows.to(g.dtype).to(g.device)[:, None]
-    k2, v2 = poison(q, k, v, future.to(q.device), gen)
+    k2, v2 = poison_for_backward(q, k, v, future.to(q.device), gen, g)
     dq, dk, dv = sdpa_grads(target, q, k2, v2, g, is_causal=True)
     what = (f"keys after {cut} (at +-1e4) are seen only by queries with zero upstream gradient "
             f"(queries {rows.nonzero().flatten().tolist()[:8]}... have one)")
@@ -127,7 +127,7 @@ def check_bool_mask(target, cfg):
     dropped = _drop_keys(cfg, gen, protected)
     mask = mask & ~dropped.to(target.device)
     q, k, v, g = qkv_and_upstream(target, cfg)
-    k2, v2 = poison(q, k, v, dropped.to(q.device), gen)
+    k2, v2 = poison_for_backward(q, k, v, dropped.to(q.device), gen, g)
     dq, dk, dv = sdpa_grads(target, q, k2, v2, g, attn_mask=mask)
     what = f"masked keys {dropped.nonzero().flatten().tolist()} (at +-1e4, a {variant} mask)"
     assert_zero(dk, dropped, -2, f"dk of {what}")
