@@ -26,7 +26,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from torch import nn
 
 from harness import guard, regimes, tolerance
 from harness.configs_norms import NormConfig, norm_configs
@@ -34,7 +33,7 @@ from harness.guard import ImplementationError
 from harness.isolation import is_module
 from harness.regimes import covering
 from harness.runner import impl, on_target, run
-from harness.target_ops import module_gradcheck
+from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
 from suites._grad import GRADCHECK, assert_grads, autograd_of, skip_unless_float64, target_grads, upstream
@@ -129,18 +128,6 @@ def check_rmsnorm(target, cfg):
     truth, naive = truth_and_naive(lambda x, w=None, **kw: rms_norm_math(x, cfg.normalized_shape, w, cfg.eps, **kw),
                                    x, g, [] if gamma is None else [gamma])
     assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})")
-
-
-class LinearSublayer(nn.Module):
-    """f(h) = h W^T, (..., dim) -> (..., dim): the residual block's sublayer, built in the target's
-    process (``on_target``) so that its weight's gradient is read where the block runs."""
-
-    def __init__(self, weight: torch.Tensor):
-        super().__init__()
-        self.weight = nn.Parameter(weight.clone())
-
-    def forward(self, h):
-        return h @ self.weight.transpose(0, 1).to(h.dtype)
 
 
 #: the residual block's input std: eps (<= 1e-5) / var < 1e-8, below the float32 floor
