@@ -37,21 +37,28 @@ def vjp(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out=
 
 
 def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out: torch.Tensor,
-             module: Any = None, params: tuple[str, ...] = ()):
+             module: Any = None, params: tuple[str, ...] = (), seed: int | None = None):
     """The target's forward and backward: ``fn(*args, **kwargs)`` with ``args[i]`` (``i`` in
     ``wrt``) as fresh leaves, and ``module``'s tensors ``params`` (e.g. "weight", "bias") made to
-    require grad, then one backward with the upstream gradient ``grad_out`` (output-shaped).
+    require grad (a reshaped view of a parameter, as an adapter's ``.weight``: the parameter), then
+    one backward with the upstream gradient ``grad_out`` (output-shaped). ``seed``: both run after ``manual_seed(seed)`` (one RNG stream: a dropout backward that draws
+    a fresh mask draws past the forward's), and torch's RNG is left as it was.
 
     Returns ``(output detached, [grad of each wrt arg], {param: grad}, why)``; a gradient the
     backward did not reach is None. ``why`` is None, or why the target has no backward: its
     output has no grad_fn, or the backward raised NotImplementedError (or torch's "not
     implemented" RuntimeError). Any other exception in the backward is the target's error."""
+    if seed is not None:
+        return seeded(seed, backward, fn, args, kwargs, wrt, grad_out, module, params)
     args, leaves = _with_leaves(args, wrt)
-    tensors = []
+    tensors, shapes = [], []
     for name in params:
         p = getattr(module, name, None)
         if not isinstance(p, torch.Tensor):
             raise AssertionError(f"the module has no tensor .{name} to differentiate (got {type(p).__name__})")
+        shapes.append(p.shape)
+        if not p.is_leaf and p._base is not None and p._base.is_leaf and p._base.numel() == p.numel():
+            p = p._base  # .name is a reshaped view of the parameter (an adapter's): differentiate the parameter
         if not p.requires_grad and p.is_leaf:
             p.requires_grad_(True)
         tensors.append(p)
@@ -68,7 +75,20 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
             if why is None:
                 raise
             return out.detach(), *none, why
-    return out.detach(), list(grads[:len(leaves)]), dict(zip(params, grads[len(leaves):])), None
+    pgrads = [None if d is None else d.reshape(shape) for d, shape in zip(grads[len(leaves):], shapes)]
+    return out.detach(), list(grads[:len(leaves)]), dict(zip(params, pgrads)), None
+
+
+class LinearSublayer(torch.nn.Module):
+    """f(h) = h W^T, (..., dim) -> (..., dim): a sublayer the harness hands to a target's block
+    (``norm_grad.residual_block``), built where the block runs so that dW is read there."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight.clone())
+
+    def forward(self, h):
+        return h @ self.weight.transpose(0, 1).to(h.dtype)
 
 
 def no_grad_fn(out: Any) -> str | None:
@@ -178,6 +198,18 @@ def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps
     except GradcheckError as exc:
         return f"{str(exc).splitlines()[0].rstrip(',')}; {_worst_element(f, leaves, eps, rtol)}"
     return None
+
+
+def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, ...], eps: float, atol: float,
+                     rtol: float) -> str | None:
+    """``gradcheck`` of ``mod(x)`` with respect to x and ``mod``'s tensors ``params`` (e.g. "weight",
+    "bias"; float64), each swapped in with ``torch.func.functional_call``: inputs 0, 1, ... are
+    x, then ``params`` in order."""
+    tensors = [getattr(mod, name) for name in params]
+
+    def fn(x, *ps):
+        return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))
+    return gradcheck(fn, (x, *(t.detach() for t in tensors)), {}, tuple(range(1 + len(params))), eps, atol, rtol)
 
 
 def _worst_element(f: Callable, leaves: list, eps: float, rtol: float) -> str:

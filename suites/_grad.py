@@ -18,18 +18,33 @@ from harness import tolerance
 from harness.guard import expect_tensor
 from harness.runner import UNSUPPORTED, on_target, require_features
 from harness.target_ops import backward
+from suites.attention.helpers import poison
+
+
+#: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
+#: central differences on O(1) inputs are good to ~1e-10, so a backward 1e-6 off passes, 3e-6 off fails
+GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
+
+
+def skip_unless_float64(target, cfg) -> None:
+    """A gradcheck property's tiny float64 config: skipped ``unsupported (declared: ...)`` for a
+    target whose HARNESS_DTYPES / HARNESS_SIZES leave it out (the only dtype gradcheck draws)."""
+    if not target.supports(cfg):
+        pytest.skip(f"{UNSUPPORTED} (declared: float64 inputs of these tiny shapes are outside HARNESS_DTYPES / "
+                    f"HARNESS_SIZES; gradcheck needs float64)")
 
 
 def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor,
-                 module=None, params: tuple[str, ...] = ()):
-    """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives.
+                 module=None, params: tuple[str, ...] = (), seed: int | None = None):
+    """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives
+    (``seed``: both under ``target_ops.manual_seed(seed)``, for a dropout call).
 
     Returns ``(output, [grad of args[i] for i in wrt], {param: grad})``; a gradient the backward
     did not reach is zeros (a lost gradient then fails the comparison). A target without a
     backward (declared ``HARNESS_UNSUPPORTED = {"backward"}``, an output without grad_fn, or a
     backward raising NotImplementedError) is reported ``unsupported (no backward: ...)``."""
     require_features(target, "backward")
-    out, grads, pgrads, why = on_target(target, backward, fn, args, kwargs, wrt, g, module, params)
+    out, grads, pgrads, why = on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed)
     if why is not None:
         pytest.skip(f"{UNSUPPORTED} (no backward: {why})")
     grads = [torch.zeros_like(args[i]) if d is None else d for i, d in zip(wrt, grads)]
@@ -48,6 +63,23 @@ def qkv_and_upstream(target, cfg, salt: int = 9):
     upstream gradient dO of the output's shape."""
     q, k, v = cfg.qkv(target.device)
     return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
+
+
+def poison_for_backward(q, k, v, cols: torch.Tensor, gen: torch.Generator, g: torch.Tensor,
+                        scale: float | None = None):
+    """``suites.attention.helpers.poison`` (K and V at key positions ``cols`` set to +-1e4, K capped for the
+    scores), with those values shrunk too, if needed, so that dP = dO V^T stays below a quarter
+    of the dtype's max: a correct backward that forms dP in the input dtype (Hugging Face eager
+    attention in float16) would overflow there, and P * inf = NaN in dS, before any mask is
+    tested. Values this large still expose a backward that leaks gradient into masked keys."""
+    k2, v2 = poison(q, k, v, cols, gen, scale)
+    bad = v2[..., cols, :].double()
+    dp = g.double().cpu() @ bad.cpu().repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3).transpose(-2, -1)
+    peak = float(dp.abs().max()) if dp.numel() else 0.0
+    cap = torch.finfo(v.dtype).max / 4
+    if peak > cap:
+        v2[..., cols, :] = (bad * (cap / peak)).to(v.dtype)
+    return k2, v2
 
 
 def autograd_of(fn: Callable, tensors: Sequence[torch.Tensor], g: torch.Tensor) -> list[torch.Tensor]:

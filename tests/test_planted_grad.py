@@ -1,8 +1,11 @@
 """The gradient suites catch real backward bugs: each planted target in ``tests/planted/grad/``
 has a correct forward and ONE wrong hand-written backward hook (on top of ``_base.py``), and
 fails exactly the property named for it, with the property's name and a repro line. Controls:
-``reference``, ``torch.nn.functional`` / ``torch.nn`` and the correct custom-backward target pass
-every gradient property; a target without a backward is reported ``unsupported (no backward``."""
+``reference``, ``torch.nn.functional`` / ``torch.nn``, the correct custom-backward target and a
+correct bottom-right kernel with NaN rows pass every gradient property; the Hugging Face (and,
+when installed, torchtune and x-transformers) adapters pass with conventions only, gradcheck
+``unsupported`` for them (no float64); a target without a backward is reported
+``unsupported (no backward``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +15,11 @@ from planted_support import assert_caught, conformance, property_of, run_suite, 
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted" / "grad"
-GRAD_SUITES = ["test_attention_grad.py", "test_norm_grad.py", "test_position_grad.py", "test_window_grad.py"]
+GRAD_SUITES = ["test_attention_grad.py", "test_dropout_grad.py", "test_norm_grad.py", "test_position_grad.py",
+               "test_window_grad.py"]
 CORRECT = PLANTED / "correct_custom_backward.py"
+#: correct, with NaN rows where a bottom-right causal query sees no key (L > S)
+BOTTOM_RIGHT_NAN = PLANTED / "attn_bottom_right_nan_rows.py"
 
 #: (planted target, suite file, the one suite test that must fail for it)
 BUGS = [
@@ -34,6 +40,11 @@ BUGS = [
     ("attn_dq_atomic_order.py", "test_attention_grad.py", "test_deterministic"),
     ("window_dv_ignores_window.py", "test_window_grad.py", "test_agreement"),
     ("window_backward_one_wider.py", "test_window_grad.py", "test_outside_window"),
+    ("attn_dropout_fresh_mask.py", "test_dropout_grad.py", "test_dropout_mask"),
+    ("attn_dropout_no_rescale.py", "test_dropout_grad.py", "test_dropout_scaling"),
+    ("block_residual_grad_dropped.py", "test_norm_grad.py", "test_residual_block"),
+    ("ln_backward_eps_default.py", "test_norm_grad.py", "test_gradcheck"),
+    ("rope_backward_float32_angles.py", "test_position_grad.py", "test_gradcheck"),
 ]
 
 #: what the failure must say besides the property name
@@ -51,13 +62,18 @@ MESSAGES = {
     "attn_dq_atomic_order.py": ["convention mismatch", "backward_determinism: the code follows nondeterministic",
                                 "differ bitwise"],
     "attn_dq_log2e_truncated.py": ["Jacobian mismatch for output 0 with respect to input 0", "worst: d output"],
+    "attn_dropout_fresh_mask.py": ["the backward's dropout mask differs from the forward's", "not draw a fresh one"],
+    "attn_dropout_no_rescale.py": ["S * dV^T", "must be rescaled by 1/(1-p)"],
+    "block_residual_grad_dropped.py": ["dx of residual_block", "identity gradient"],
+    "ln_backward_eps_default.py": ["gradcheck of LayerNorm", "Jacobian mismatch", "worst: d output"],
+    "rope_backward_float32_angles.py": ["gradcheck of apply_rotary_embedding", "Jacobian mismatch", "worst: d output"],
 }
 
 
 def test_table_is_consistent():
     """Every planted file is listed; every gradient property has a planted bug that it catches."""
     files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
-    listed = {b for b, _, _ in BUGS} | {CORRECT.name}
+    listed = {b for b, _, _ in BUGS} | {CORRECT.name, BOTTOM_RIGHT_NAN.name}
     assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
     assert len(BUGS) >= 10
     for bug, suite, test in BUGS:
@@ -74,25 +90,99 @@ def test_planted_bug_is_caught(pytester, bug, suite, test):
     assert_caught(pytester, suite, PLANTED / bug, test, MESSAGES.get(bug, []))
 
 
-#: (suite, correct targets that must pass every property of it)
-CONTROLS = [("test_attention_grad.py", ["reference", "torch.nn.functional", CORRECT]),
+#: (suite, correct targets that must pass every property of it they define the names for)
+CONTROLS = [("test_attention_grad.py", ["reference", "torch.nn.functional", CORRECT, BOTTOM_RIGHT_NAN]),
+            ("test_dropout_grad.py", ["reference", "torch.nn.functional", CORRECT]),
             ("test_norm_grad.py", ["reference", "torch.nn", CORRECT]),
             ("test_position_grad.py", ["reference", CORRECT]),
             ("test_window_grad.py", ["reference", CORRECT])]
+#: (property, target) cells skipped because the target lacks the protocol name
+LACKS = {("norm_grad.residual_block", "torch.nn")}
+
+
+def assert_controls_pass(result, cells: dict, lacks, unsupported=frozenset()) -> None:
+    """No failure or error; every cell ``pass`` or ``convention:...``, but for the (property,
+    target) pairs in ``lacks`` (skipped: the target has no such name) and ``unsupported``
+    (``unsupported (declared: ...``, e.g. gradcheck without float64)."""
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]
+    for key, cell in cells.items():
+        if key in lacks:
+            assert cell.startswith("skipped (target") and "has no attribute" in cell, (key, cell)
+        elif key in unsupported:
+            assert cell.startswith("unsupported (declared: "), (key, cell)
+        else:
+            assert cell == "pass" or cell.startswith("convention:"), (key, cell)
 
 
 @pytest.mark.parametrize("suite,impls", CONTROLS, ids=[c[0].removesuffix(".py") for c in CONTROLS])
 def test_correct_targets_pass_every_gradient_property(pytester, tmp_path, suite, impls):
-    """reference, torch (SDPA's and nn.LayerNorm/RMSNorm's own backwards) and the hand-written
-    custom-backward target pass every gradient property of the suite."""
+    """reference, torch (SDPA's and nn.LayerNorm/RMSNorm's own backwards), the hand-written
+    custom-backward target and the bottom-right kernel with NaN rows pass every gradient property
+    of the suite (torch.nn has no residual_block)."""
     report = tmp_path / "report"
     result = run_suite(pytester, [suite], impls, None, "--conformance-report", str(report))
-    n = len(impls) * len(suite_tests(suite))
-    assert result.parseoutcomes().get("passed", 0) == n, result.stdout.str()[-4000:]
     cells = conformance(report)
-    assert len(cells) == n
-    for key, cell in cells.items():
-        assert cell == "pass" or cell.startswith("convention:"), (key, cell)
+    assert len(cells) == len(impls) * len(suite_tests(suite))
+    assert_controls_pass(result, cells, LACKS)
+    if suite == "test_attention_grad.py":
+        assert cells[("attention_grad.gradcheck", str(BOTTOM_RIGHT_NAN))] == "pass"
+        assert cells[("attention_grad.causal", str(BOTTOM_RIGHT_NAN))] == "pass"
+
+
+def test_bottom_right_nan_rows_pass_gradcheck_with_l_greater_than_s():
+    """gradcheck's explicit example (L = 5 > S = 3, its seed draws the causal variant) swaps L and S:
+    the correct bottom-right kernel's NaN rows for queries that see no key are no false alarm."""
+    import torch
+
+    from harness.loader import load_target
+    from suites.attention.test_attention_grad import CAUSAL_L_GT_S as cfg
+    from suites.attention.test_attention_grad import check_gradcheck
+    assert cfg.L > cfg.S and int(torch.randint(4, (1,), generator=cfg.generator(6))) == 1  # is_causal
+    target = load_target(str(BOTTOM_RIGHT_NAN), isolation="none")
+    try:
+        check_gradcheck(target, cfg)
+    finally:
+        target.close()
+
+
+#: Hugging Face adapters as gradient controls: (suites, adapter, (property, reason) cells that are
+#: not a pass): names an adapter lacks are skipped; their float64 gradcheck is unsupported
+HF_GRAD = [
+    (["test_attention_grad.py", "test_dropout_grad.py"], "harness.adapters.hf_attention",
+     {"attention_grad.gradcheck": "unsupported"}),
+    (["test_attention_grad.py", "test_dropout_grad.py"], "harness.adapters.hf_bert_attention", {}),
+    (["test_norm_grad.py"], "harness.adapters.hf_llama_rmsnorm",
+     {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks", "norm_grad.residual_block": "lacks",
+      "norm_grad.gradcheck": "unsupported"}),
+    (["test_norm_grad.py"], "harness.adapters.hf_t5_layernorm",
+     {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks", "norm_grad.residual_block": "lacks",
+      "norm_grad.gradcheck": "unsupported"}),
+    (["test_norm_grad.py"], "harness.adapters.hf_gemma_rmsnorm",
+     {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks", "norm_grad.residual_block": "lacks",
+      "norm_grad.gradcheck": "unsupported"}),
+    (["test_position_grad.py"], "harness.adapters.hf_positions",
+     {"position_grad.embedding_sum": "lacks", "position_grad.gradcheck": "unsupported"}),
+    (["test_position_grad.py"], "harness.adapters.torchtune_positions",
+     {"position_grad.embedding_sum": "lacks", "position_grad.gradcheck": "unsupported"}),
+    (["test_position_grad.py"], "harness.adapters.xtransformers_positions", {"position_grad.gradcheck": "unsupported"}),
+]
+
+
+@pytest.mark.parametrize("suites,adapter,cells", HF_GRAD, ids=[a.rsplit(".", 1)[1] for _, a, _ in HF_GRAD])
+def test_library_adapters_pass_the_gradient_suites(pytester, tmp_path, suites, adapter, cells):
+    """The libraries' own backwards (autograd through HF eager attention, HF norms, the RoPE of
+    transformers, torchtune and x-transformers), held to the protocol by the adapters, pass every
+    gradient property with conventions only."""
+    pytest.importorskip("transformers")
+    if "torchtune" in adapter or "xtransformers" in adapter:
+        pytest.importorskip(adapter, exc_type=ImportError)
+    report = tmp_path / "report"
+    result = run_suite(pytester, suites, [adapter], None, "--conformance-report", str(report))
+    got = conformance(report)
+    assert len(got) == sum(len(suite_tests(s)) for s in suites)
+    assert_controls_pass(result, got, {(p, adapter) for p, why in cells.items() if why == "lacks"},
+                         {(p, adapter) for p, why in cells.items() if why == "unsupported"})
 
 
 NO_BACKWARD = {  # target source -> the start of its cells

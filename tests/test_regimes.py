@@ -67,3 +67,77 @@ def test_every_attention_family_property_runs_the_tile_regime():
             if name in exempt.get(suite, set()):
                 continue
             assert "@covering(" in decorators, f"{suite}::{name} does not run the tile-boundary regime"
+
+
+#: the gradient suites: each test either runs a tile-boundary regime (the expression in its
+#: ``@covering(...)``) or is exempt for a stated reason; a new test must be put in one of the two
+GRAD_COVERED = {
+    "test_attention_grad.py": {"test_agreement": "regimes.GRAD", "test_causal": "regimes.GRAD_CAUSAL",
+                               "test_gqa": "regimes.GRAD_GQA", "test_deterministic": "regimes.GRAD"},
+    "test_window_grad.py": {"test_agreement": "regimes.GRAD_WINDOW", "test_outside_window": "regimes.GRAD_WINDOW"},
+    "test_norm_grad.py": {"test_layernorm": "regimes.NORMS[:2]", "test_rmsnorm": "regimes.NORMS[:2]"},
+    "test_position_grad.py": {"test_rope_dx": "regimes.ROPE[1:3]"},
+    "test_dropout_grad.py": {},
+}
+GRAD_EXEMPT = {  # (suite, test): why it draws no tile-boundary regime
+    ("test_attention_grad.py", "test_scale"): "the scale enters every tile alike: agreement covers the tiles",
+    ("test_attention_grad.py", "test_value_shift"): "an algebraic identity of the row sums, per row",
+    ("test_attention_grad.py", "test_bool_mask"): "small masks; the masks' tiles are attention.mask_shapes'",
+    ("test_attention_grad.py", "test_float_mask"): "as bool_mask",
+    ("test_attention_grad.py", "test_gradcheck"): "float64 Jacobians: tiny shapes only",
+    ("test_dropout_grad.py", "test_dropout_mask"): "the dropout probe draws its own sizes (S x S identity)",
+    ("test_dropout_grad.py", "test_dropout_scaling"): "as dropout_mask",
+    ("test_norm_grad.py", "test_shift_invariance"): "an identity per token; layernorm covers the widths",
+    ("test_norm_grad.py", "test_residual_block"): "a dim x dim sublayer: the widths are layernorm's",
+    ("test_norm_grad.py", "test_gradcheck"): "float64 Jacobians: tiny shapes only",
+    ("test_position_grad.py", "test_rope_inverse"): "an identity per pair; rope_dx covers the sizes",
+    ("test_position_grad.py", "test_embedding_sum"): "a table lookup has no tiles",
+    ("test_position_grad.py", "test_gradcheck"): "float64 Jacobians: tiny shapes only",
+}
+
+
+def _decorated_tests(suite: str) -> dict[str, str]:
+    """test name -> its decorator lines."""
+    text = (suite_file(suite)).read_text()
+    return {m.group(2): m.group(1) for m in re.finditer(r"((?:@[^\n]+\n)+)def (test_\w+)\(", text)}
+
+
+def test_every_gradient_property_runs_its_tile_regime_or_says_why_not():
+    for suite, covered in GRAD_COVERED.items():
+        for name, decorators in _decorated_tests(suite).items():
+            if name in covered:
+                assert f"@covering({covered[name]})" in decorators, \
+                    f"{suite}::{name} no longer runs {covered[name]}"
+            else:
+                assert (suite, name) in GRAD_EXEMPT, f"{suite}::{name}: add @covering(...) or a reason to GRAD_EXEMPT"
+    listed = {(s, t) for s, c in GRAD_COVERED.items() for t in c} | set(GRAD_EXEMPT)
+    assert listed == {(s, t) for s in GRAD_COVERED for t in _decorated_tests(s)}, "stale entries"
+
+
+def _grad_regime(expr: str):
+    return tuple(eval(expr, {"regimes": regimes}))  # noqa: S307 - an expression from the table above
+
+
+def test_gradient_examples_cross_the_tiles():
+    """Each gradient regime keeps its boundary classes: rows past 64 and 128, a ragged key block
+    past 128, L != S, a head dim past 128, a half dtype; causal with L <= S past a tile and L < S;
+    GQA with several KV heads at a ratio >= 4 and MQA; windows below and past a tile with L < S;
+    norms past 1024 features in a half dtype; RoPE past 128 positions and head dims."""
+    grad = _grad_regime(GRAD_COVERED["test_attention_grad.py"]["test_agreement"])
+    assert _past({c.L for c in grad}, 128) and any(c.S > 128 and c.S % 64 for c in grad), "past the tiles"
+    assert any(c.L != c.S for c in grad) and _past({c.E for c in grad}, 128), "L != S, E past 128"
+    assert {c.dtype for c in grad} & {"float16", "bfloat16"}
+    causal = _grad_regime(GRAD_COVERED["test_attention_grad.py"]["test_causal"])
+    assert all(c.L <= c.S for c in causal) and any(c.L < c.S for c in causal) and _past({c.L for c in causal}, 128)
+    gqa = _grad_regime(GRAD_COVERED["test_attention_grad.py"]["test_gqa"])
+    assert any(c.hq // c.hkv >= 4 and c.hkv > 1 for c in gqa) and any(c.hkv == 1 and c.hq > 1 for c in gqa)
+    assert _past({max(c.L, c.S) for c in gqa}, 64)
+    window = _grad_regime(GRAD_COVERED["test_window_grad.py"]["test_agreement"])
+    assert any(c.window < 64 for c in window) and any(c.window > 128 for c in window), "windows below / past a tile"
+    assert any(c.L < c.S for c in window) and _past({c.L for c in window}, 128)
+    norms = _grad_regime(GRAD_COVERED["test_norm_grad.py"]["test_layernorm"])
+    assert _past({c.features for c in norms}, 1024) and _past({c.features for c in norms}, 4096)
+    assert {c.dtype for c in norms} & {"float16", "bfloat16"}
+    rope = _grad_regime(GRAD_COVERED["test_position_grad.py"]["test_rope_dx"])
+    assert _past({c.L for c in rope}, 128) and _past({c.D for c in rope}, 128)
+    assert {c.dtype for c in rope} & {"float16", "bfloat16"}

@@ -53,9 +53,9 @@ def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float
     """x (B, H, L, D), positions (L,) or (B, L): Llama's rotary embedding applied to x as the query."""
     rotary = _rotary(x.shape[-1], float(base)).to(x.device)
     position_ids = positions[None] if positions.dim() == 1 else positions  # (1 or B, L)
-    with torch.no_grad():
+    with torch.no_grad():  # as in Llama: the cos/sin tables carry no gradient, the rotation of x does
         cos, sin = rotary(x, position_ids)  # (1 or B, L, D) in x's dtype
-        q, _ = apply_rotary_pos_emb(x, x, cos, sin)  # unsqueeze_dim=1: heads at dim 1
+    q, _ = apply_rotary_pos_emb(x, x, cos, sin)  # unsqueeze_dim=1: heads at dim 1
     return q
 
 

@@ -71,8 +71,7 @@ def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float
     need = int(positions.max()) + 1 if positions.numel() else 1
     size = max(4096, 1 << (need - 1).bit_length())  # the cache reaches the largest position
     rope = _rope(x.shape[-1], float(base), size).to(x.device)
-    with torch.no_grad():
-        out = rope(x.transpose(1, 2), input_pos=positions)
+    out = rope(x.transpose(1, 2), input_pos=positions)  # differentiable in x; the cache is a buffer
     return out.transpose(1, 2)
 
 

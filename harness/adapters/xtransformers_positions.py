@@ -49,9 +49,9 @@ def _rotary(dim: int, base: float) -> RotaryEmbedding:
 def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     """x (B, H, L, D), positions (L,) or (B, L)."""
     rotary = _rotary(x.shape[-1], float(base)).to(x.device)
-    with torch.no_grad():
+    with torch.no_grad():  # the angles carry no gradient; the rotation of x does
         freqs, scale = rotary(positions)  # (1 or B, L, D)
-        return apply_rotary_pos_emb(x, freqs, scale)
+    return apply_rotary_pos_emb(x, freqs, scale)
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:

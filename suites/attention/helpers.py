@@ -122,14 +122,15 @@ def extreme_like(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 
 def poison(q, k, v, cols: torch.Tensor, g: torch.Generator, scale: float | None = None):
     """K and V at key positions ``cols`` set to +-1e4 (K shrunk, if needed, so that the raw
-    scores q.k * scale stay below a quarter of the dtype's max: an overflow to inf *before*
-    masking is no test of the mask, while scores this large still expose any finite mask
-    constant such as -1e4 or -1e9 that is smaller than them)."""
+    scores q.k * scale, and q.k itself where scale < 1, stay below a quarter of the dtype's max:
+    a correct kernel may scale after the product (Hugging Face eager attention forms q.k first),
+    an overflow to inf *before* masking is no test of the mask, while scores this large still
+    expose any finite mask constant such as -1e4 or -1e9 that is smaller than them)."""
     k2, v2 = k.clone(), v.clone()
     bad_k = extreme_like(k2[..., cols, :], g).double()
     scale = 1.0 / k.shape[-1] ** 0.5 if scale is None else scale
     qk = q.double() @ bad_k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3).transpose(-2, -1)
-    peak = float(qk.abs().max()) * scale if qk.numel() else 0.0
+    peak = float(qk.abs().max()) * max(scale, 1.0) if qk.numel() else 0.0
     cap = torch.finfo(k.dtype).max / 4
     if peak > cap:
         bad_k = bad_k * (cap / peak)

@@ -23,8 +23,7 @@ from harness import regimes
 from suites.attention.configs import window_configs
 from harness.regimes import covering
 from harness.runner import run
-from suites.attention.helpers import poison
-from suites._grad import assert_zero, qkv_and_upstream, target_grads
+from suites._grad import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
 from suites.attention.test_attention_grad import agree
 from suites.attention.test_sliding_window import SWA, measure_extent
 
@@ -75,7 +74,7 @@ def check_outside_window(target, cfg):
         past = torch.arange(cfg.S) < int(starts[r])  # keys before query r's window
         live = ~(vis & past).any(-1)  # queries that see no key before the cut
         g = g * live.to(g.dtype).to(g.device)[:, None]
-        k2, v2 = poison(q, k, v, past.to(q.device), gen, scale=scale)
+        k2, v2 = poison_for_backward(q, k, v, past.to(q.device), gen, g, scale=scale)
         dq, dk, dv = window_grads(target, q, k2, v2, cfg.window, g, scale=scale)
         what = (f"keys before {int(starts[r])} (at +-1e4) are seen only by queries with zero upstream "
                 f"gradient (window={cfg.window}, extent {extent}; queries {r}.. have one)")

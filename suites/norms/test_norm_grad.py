@@ -10,6 +10,13 @@ written into it, and its forward and backward run in its worker with a random up
 g; every gradient is compared with float64 autograd of ``reference.layernorm`` /
 ``reference.rmsnorm`` under the policy (``K_GRAD`` x autograd of the same math in the input
 dtype + floor). eps is always passed explicitly, so the rmsnorm_eps convention does not enter.
+
+The residual block (``residual_block(dim, sublayer)``) wraps the harness's linear sublayer
+f(h) = h W^T (W (dim, dim), scaled so both paths carry gradients of one size); its forward is
+matched to one of x + f(norm(x)) (pre) / norm(x + f(x)) (post) with a fresh LayerNorm or RMSNorm
+(identity affine), and dx and dW are compared with float64 autograd of that block. The block's
+eps is not part of the protocol: x has std 32, so eps <= 1e-5 moves the result by < 1e-8
+relative, and the naive yardstick is the worst of eps in {0, 1e-6, 1e-5}.
 """
 from __future__ import annotations
 
@@ -18,15 +25,19 @@ import math
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
-from harness import regimes, tolerance
-from suites.norms.configs import norm_configs
+from harness import guard, regimes, tolerance
+from suites.norms.configs import NormConfig, norm_configs
+from harness.guard import ImplementationError
+from harness.isolation import is_module
 from harness.regimes import covering
-from harness.runner import run
+from harness.runner import impl, on_target, run
+from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
-from suites._grad import assert_grads, autograd_of, target_grads, upstream
-from suites.norms.helpers import LN, RMS, build, naive_dtype
+from suites._grad import GRADCHECK, assert_grads, autograd_of, skip_unless_float64, target_grads, upstream
+from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
 from suites.norms.test_rmsnorm import _rms
 
 FAMILY = "norm_grad"
@@ -119,6 +130,94 @@ def check_rmsnorm(target, cfg):
     assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})")
 
 
+#: the residual block's input std: eps (<= 1e-5) / var < 1e-8, below the float32 floor
+BLOCK_STD = 32.0
+BLOCK_EPS = (1e-5, 0.0, 1e-6)  # the truth's eps first
+
+
+def block_math(placement: str, norm: str, eps: float, dtype: torch.dtype):
+    """(x, W) -> the block's output in ``dtype``: pre x + f(n(x)) or post n(x + f(x)), n a fresh
+    LayerNorm or RMSNorm (identity affine) over the last dim."""
+    def n(h):
+        if norm == "layernorm":
+            return layer_norm_math(h, (h.shape[-1],), eps=eps, compute_dtype=dtype)
+        return rms_norm_math(h, (h.shape[-1],), eps=eps, compute_dtype=dtype)
+
+    def block(x, w):
+        x, w = x.to(dtype), w.to(dtype)
+        return x + n(x) @ w.T if placement == "pre" else n(x + x @ w.T)
+    return block
+
+
+def check_residual_block(target, cfg):
+    """The residual block's dx and its sublayer's dW equal float64 autograd of the block its forward
+    is (pre- or post-norm, LayerNorm or RMSNorm, matched from the output): the residual path's
+    identity gradient (dx = g + ... for pre-norm) and the sublayer path's both arrive."""
+    dim, dtype = cfg.normalized_shape[0], cfg.torch_dtype
+    gen = cfg.generator(salt=3)
+    w = (torch.randn(dim, dim, generator=gen, dtype=torch.float64) * (BLOCK_STD / dim ** 0.5)).to(dtype).double()
+    sub = on_target(target, LinearSublayer, w)
+    block = impl(target, BLOCK)(dim, sub)
+    if not is_module(block):
+        raise ImplementationError(f"{BLOCK}({dim}, sublayer) returned {type(block).__name__}, not an nn.Module")
+    block = guard.call(target.limit, block.to, f"{BLOCK}.to", device=target.device, dtype=dtype)
+    x = cfg.x(target.device, std=BLOCK_STD)
+    g = upstream(cfg.shape, dtype, cfg.generator(salt=9), target.device)
+    out, (dx,), pg = target_grads(target, block, (x,), {}, (0,), g, module=sub, params=("weight",))
+    dw = torch.zeros(dim, dim) if pg["weight"] is None else pg["weight"]
+    found = None
+    for kind in (("pre", "layernorm"), ("pre", "rmsnorm"), ("post", "layernorm"), ("post", "rmsnorm")):
+        ref = block_math(*kind, BLOCK_EPS[0], torch.float64)(x.double().cpu(), w)
+        nai = tolerance.worst_naive(ref, [block_math(*kind, eps, naive_dtype(dtype))(x.cpu(), w).to(dtype)
+                                          for eps in BLOCK_EPS])
+        if tolerance.compare(out, ref, nai, dtype=dtype).ok:
+            found = kind
+            break
+    if found is None:
+        raise AssertionError(f"{BLOCK}({dim}, f)'s forward matches none of x + f(norm(x)) and norm(x + f(x)) "
+                             f"with a fresh LayerNorm or RMSNorm, so its backward has no reference "
+                             f"(see norm_placement.placement)")
+    truth = autograd_of(block_math(*found, BLOCK_EPS[0], torch.float64), [x.double(), w], g.double())
+    cands = [autograd_of(block_math(*found, eps, naive_dtype(dtype)), [x, w.to(dtype)], g) for eps in BLOCK_EPS]
+    naive = [tolerance.worst_naive(t, [c[i] for c in cands]) for i, t in enumerate(truth)]
+    what = (f"of {BLOCK}({dim}, f) ({found[0]}-norm {found[1]}, f(h) = h W^T): dx must carry the residual "
+            f"path's identity gradient and the sublayer path's")
+    assert_grads(("dx", "the sublayer's dW"), [dx, dw], truth, naive, dtype, what)
+
+
+@st.composite
+def tiny_norm_configs(draw) -> NormConfig:
+    """float64, 2-3 tokens of 3-6 features (one or two normalized dims): gradcheck's Jacobians stay small."""
+    return NormConfig(lead=draw(st.sampled_from([(2,), (1, 3)])),
+                      normalized_shape=draw(st.sampled_from([(3,), (4,), (6,), (2, 3)])), dtype="float64",
+                      eps=draw(st.sampled_from([1e-5, 0.1])), affine=draw(st.booleans()), log2_scale=0,
+                      seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def check_gradcheck(target, cfg):
+    """``torch.autograd.gradcheck`` in float64 on tiny shapes of the target's LayerNorm or RMSNorm
+    (whichever it defines; both: by the seed's parity), with respect to x and, when affine, the
+    weight (and LayerNorm's bias): the backward's Jacobian equals central differences of the
+    target's own forward within 1e-8 + 1e-6 x |numerical| (a backward 3e-6 off fails here)."""
+    names = [n for n in (LN, RMS) if n in target.available()]
+    name = names[cfg.seed % len(names)]
+    x = cfg.x(target.device)
+    w, b = cfg.params()
+    if name == LN:
+        params = {"weight": w, "bias": b} if cfg.affine else {}
+        mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **params)
+    else:
+        mod, gamma = _rms(target, cfg, cfg.eps, w)
+        params = {"weight": gamma} if cfg.affine else {}
+    g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
+    module_grads(target, mod, cfg, x, g, tuple(params))  # a target without a backward is unsupported
+    why = on_target(target, module_gradcheck, mod, x, tuple(params), **GRADCHECK)
+    if why is not None:
+        inputs = ", ".join(f"{i} = {n}" for i, n in enumerate(("x", *params)))
+        raise AssertionError(f"gradcheck of {name}({cfg.ctor_shape}, eps={cfg.eps}) (inputs {inputs}; "
+                             f"{GRADCHECK}) failed: {why}")
+
+
 @pytest.mark.needs(LN)
 @given(cfg=norm_configs())
 @covering(regimes.NORMS[:2])
@@ -137,3 +236,17 @@ def test_shift_invariance(target, cfg):
 @covering(regimes.NORMS[:2])
 def test_rmsnorm(target, cfg):
     run(target, check_rmsnorm, cfg)
+
+
+@pytest.mark.needs(BLOCK)
+@given(cfg=norm_configs(max_ns_dims=1, min_features=2))
+def test_residual_block(target, cfg):
+    run(target, check_residual_block, cfg)
+
+
+@given(cfg=tiny_norm_configs())
+def test_gradcheck(target, cfg):
+    if not {LN, RMS} & set(target.available()):
+        pytest.skip(f"target {target.spec!r} has no attribute {LN!r} or {RMS!r}")
+    skip_unless_float64(target, cfg)
+    run(target, check_gradcheck, cfg)

@@ -14,13 +14,16 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from harness import regimes, tolerance
-from suites.positions.configs import learned_configs, rope_configs
+from suites.positions.configs import RopeConfig, learned_configs, rope_configs
 from harness.regimes import covering
-from harness.runner import run
+from harness.runner import on_target, run
+from harness.target_ops import gradcheck
 from reference.rope import pair_indices, rope_math
-from suites._grad import assert_grads, assert_zero, autograd_of, target_grads, upstream
+from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, skip_unless_float64, target_grads,
+                          upstream)
 from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
 from suites.positions.test_learned_positions import LPE, build
 
@@ -87,6 +90,30 @@ def check_embedding_sum(target, cfg):
                  f"{got[p, :3].double().tolist()}...)")
 
 
+@st.composite
+def tiny_rope_configs(draw) -> RopeConfig:
+    """float64, 1-2 heads of 2-4 positions drawn from [0, 65536) (per batch item or shared), D in
+    {4, 6, 8}: small Jacobians at positions where a float32 angle is up to 4e-3 off."""
+    per_batch = draw(st.booleans())
+    return RopeConfig(batch=2 if per_batch else 1, heads=draw(st.integers(1, 2)), L=draw(st.integers(2, 4)),
+                      D=draw(st.sampled_from([4, 6, 8])), dtype="float64", base=draw(st.sampled_from([1e4, 5e5])),
+                      offset=0, spread=65536, per_batch=per_batch, shift=0, seed=draw(st.integers(0, 2**32 - 1)))
+
+
+def check_gradcheck(target, cfg):
+    """``torch.autograd.gradcheck`` of RoPE in float64 on tiny shapes at positions up to 65 535, with
+    respect to x: the backward's Jacobian equals central differences of the target's own forward
+    within 1e-8 + 1e-6 x |numerical| (a backward that rotates by other angles than the forward fails)."""
+    x, pos = cfg.x(target.device), cfg.positions(target.device)
+    g = upstream(x.shape, x.dtype, cfg.generator(salt=9), target.device)
+    fn = target.lookup(ROPE)
+    target_grads(target, fn, (x, pos), {"base": cfg.base}, (0,), g)  # a target without a backward is unsupported
+    why = on_target(target, gradcheck, fn, (x, pos), {"base": cfg.base}, (0,), **GRADCHECK)
+    if why is not None:
+        raise AssertionError(f"gradcheck of {ROPE} (input 0 = x, positions {pos.flatten().tolist()}, base "
+                             f"{cfg.base:g}; {GRADCHECK}) failed: {why}")
+
+
 @pytest.mark.needs(ROPE)
 @given(cfg=rope_configs())
 @covering(regimes.ROPE[1:3])
@@ -104,3 +131,10 @@ def test_rope_inverse(target, cfg):
 @given(cfg=learned_configs())
 def test_embedding_sum(target, cfg):
     run(target, check_embedding_sum, cfg)
+
+
+@pytest.mark.needs(ROPE)
+@given(cfg=tiny_rope_configs())
+def test_gradcheck(target, cfg):
+    skip_unless_float64(target, cfg)
+    run(target, check_gradcheck, cfg)

@@ -13,9 +13,11 @@ with a real-world mistake (the forward stays right) and exports the protocol nam
     scaled_dot_product_attention = Planted().scaled_dot_product_attention
 
 Unmodified (``correct_custom_backward.py``) they pass every gradient property: attention in
-float32 (causal top-left, bool/float masks, GQA, scale, the protocol's sliding window of w keys;
-FlashAttention's backward, P recomputed),
-LayerNorm/RMSNorm (float32 statistics), rotate-half RoPE and a position table.
+float32 (causal top-left, bool/float masks, GQA, scale, dropout from torch's RNG with the keep mask
+saved for the backward, the protocol's sliding window of w keys; FlashAttention's backward, P
+recomputed),
+LayerNorm/RMSNorm (float32 statistics), a pre-norm residual block, rotate-half RoPE and a
+position table.
 """
 from __future__ import annotations
 
@@ -31,24 +33,33 @@ def _f32(t):
 
 class _SDPA(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, impl, q, k, v, visible, bias, scale, group):
+    def forward(ctx, impl, q, k, v, visible, bias, scale, group, dropout_p=0.0):
         qf, kf, vf = _f32(q), impl.expand_kv(_f32(k), group), impl.expand_kv(_f32(v), group)
-        ctx.save_for_backward(qf, kf, vf, visible, bias)
-        ctx.impl, ctx.scale, ctx.group, ctx.dtypes = impl, scale, group, (q.dtype, k.dtype, v.dtype)
-        return (impl.probs(qf, kf, scale, visible, bias) @ vf).to(q.dtype)
+        P = impl.probs(qf, kf, scale, visible, bias)
+        keep = torch.rand(P.shape, device=P.device) >= dropout_p if dropout_p else None  # torch's global RNG
+        ctx.save_for_backward(qf, kf, vf, visible, bias, keep)
+        ctx.impl, ctx.scale, ctx.group, ctx.dtypes, ctx.p = impl, scale, group, (q.dtype, k.dtype, v.dtype), dropout_p
+        if keep is not None:
+            P = P * keep.to(P.dtype) / (1 - dropout_p)
+        return (P @ vf).to(q.dtype)
 
     @staticmethod
     def backward(ctx, dout):
-        qf, kf, vf, visible, bias = ctx.saved_tensors
+        qf, kf, vf, visible, bias, keep = ctx.saved_tensors
         impl, scale = ctx.impl, ctx.scale
         dO = dout.to(qf.dtype)
         P = impl.backward_probs(qf, kf, scale, visible, bias)  # recomputed, as FlashAttention does
-        dV = impl.dv(P, dO, qf, kf, scale, bias)
-        dS = impl.softmax_backward(P, dO @ vf.transpose(-2, -1))
+        dP = dO @ vf.transpose(-2, -1)
+        if keep is not None:  # O = (P * M) V with M = keep / (1 - p): dV = (P * M)^T dO, dP = (dO V^T) * M
+            M = impl.dropout_backward_multiplier(keep, ctx.p).to(P.dtype)
+            dV, dP = impl.dv(P * M, dO, qf, kf, scale, bias), dP * M
+        else:
+            dV = impl.dv(P, dO, qf, kf, scale, bias)
+        dS = impl.softmax_backward(P, dP)
         dQ, dK = impl.dq(dS, kf, scale), impl.dk(dS, qf, scale)
         dK, dV = impl.reduce_group(dK, ctx.group), impl.reduce_group(dV, ctx.group)
         dq_t, dk_t, dv_t = ctx.dtypes
-        return None, dQ.to(dq_t), dK.to(dk_t), dV.to(dv_t), None, None, None, None
+        return None, dQ.to(dq_t), dK.to(dk_t), dV.to(dv_t), None, None, None, None, None
 
 
 class Attention:
@@ -75,6 +86,10 @@ class Attention:
     def dv(self, P, dO, q, k, scale, bias):
         return P.transpose(-2, -1) @ dO
 
+    def dropout_backward_multiplier(self, keep, p):
+        """The forward's dropout, for the backward: its saved keep mask, rescaled by 1/(1 - p)."""
+        return keep / (1 - p)
+
     def softmax_backward(self, P, dP):
         return P * (dP - (P * dP).sum(-1, keepdim=True))
 
@@ -93,8 +108,6 @@ class Attention:
 
     def scaled_dot_product_attention(self, query, key, value, attn_mask=None, dropout_p=0.0,
                                      is_causal=False, scale=None, enable_gqa=False):
-        if dropout_p:
-            raise NotImplementedError("dropout is not supported")
         hq, hkv = query.shape[-3], key.shape[-3]
         if hq != hkv and (not enable_gqa or hq % hkv):
             raise ValueError(f"query has {hq} heads, key {hkv}: needs enable_gqa and Hq % Hkv == 0")
@@ -105,7 +118,7 @@ class Attention:
             visible = attn_mask if visible is None else visible & attn_mask
         elif attn_mask is not None:
             bias = attn_mask
-        return _SDPA.apply(self, query, key, value, visible, bias, scale, hq // hkv)
+        return _SDPA.apply(self, query, key, value, visible, bias, scale, hq // hkv, float(dropout_p))
 
     def window_visible(self, L, S, window, device):
         """The protocol's window: row i (absolute position p = i + S - L) sees p - window < j <= p."""
@@ -141,6 +154,7 @@ class _LayerNormFn(torch.autograd.Function):
         h, xhat, rstd, weight = ctx.saved_tensors
         impl, nd, g = ctx.impl, ctx.nd, dy.to(h.dtype)
         gw = g if weight is None else g * weight.to(h.dtype)
+        rstd = impl.ln_backward_rstd(h, rstd, tuple(range(-nd, 0)))
         dx = impl.ln_dx(gw, xhat, rstd, tuple(range(-nd, 0))).to(dy.dtype)
         dw = None if weight is None else impl.ln_dweight(g, xhat, h).sum(_lead(h, nd)).to(weight.dtype)
         db = g.sum(_lead(h, nd)).to(weight.dtype) if ctx.has_bias else None
@@ -183,6 +197,10 @@ class LayerNorm(_Norm):
     def ln_dx(self, gw, xhat, rstd, dims):
         return rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
 
+    def ln_backward_rstd(self, h, rstd, dims):
+        """The 1/sqrt(var + eps) the backward uses: the forward's, saved."""
+        return rstd
+
     def ln_dweight(self, g, xhat, h):
         return g * xhat
 
@@ -202,6 +220,34 @@ class RMSNorm(_Norm):
         return _RMSNormFn.apply(self, x, self.weight, len(self.normalized_shape), eps)
 
 
+class _ResidualAdd(torch.autograd.Function):
+    """x + h, with the backward split into the residual path's hook and the sublayer path's."""
+
+    @staticmethod
+    def forward(ctx, impl, x, h):
+        ctx.impl = impl
+        return x + h
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, ctx.impl.residual_dx(g), g
+
+
+class PreNormBlock(nn.Module):
+    """x + sublayer(norm(x)) with this file's LayerNorm and a hand-written residual add."""
+
+    def __init__(self, dim, sublayer):
+        super().__init__()
+        self.norm, self.sublayer = LayerNorm(dim), sublayer
+
+    def residual_dx(self, g):
+        """The residual path's gradient: the identity."""
+        return g
+
+    def forward(self, x):
+        return _ResidualAdd.apply(self, x, self.sublayer(self.norm(x)))
+
+
 def rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)
@@ -209,19 +255,24 @@ def rotate_half(x):
 
 class _RopeFn(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, impl, x, cos, sin):
-        ctx.save_for_backward(cos, sin)
+    def forward(ctx, impl, x, ang):
+        cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+        ctx.save_for_backward(cos, sin, ang)
         ctx.impl = impl
         return x * cos + rotate_half(x) * sin
 
     @staticmethod
     def backward(ctx, g):
-        cos, sin = ctx.saved_tensors
-        return None, ctx.impl.rope_backward(g, cos, sin), None, None
+        cos, sin = ctx.impl.backward_tables(*ctx.saved_tensors)
+        return None, ctx.impl.rope_backward(g, cos, sin), None
 
 
 class Rope:
     """Hugging Face-style rotate-half RoPE (angles in float32, float64 for float64 input)."""
+
+    def backward_tables(self, cos, sin, ang):
+        """The cos/sin tables the backward rotates with: the forward's, saved (``ang``: the angles)."""
+        return cos, sin
 
     def rope_backward(self, g, cos, sin):
         """The transpose of the rotation: R(-m theta) g."""
@@ -235,7 +286,7 @@ class Rope:
         ang = torch.cat((ang, ang), -1)
         if ang.dim() == 3:
             ang = ang[:, None]
-        return _RopeFn.apply(self, x, ang.cos().to(x.dtype), ang.sin().to(x.dtype))
+        return _RopeFn.apply(self, x, ang)
 
 
 class _LookupFn(torch.autograd.Function):

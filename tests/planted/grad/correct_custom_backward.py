@@ -1,16 +1,16 @@
 """A correct target whose every backward is hand-written (``torch.autograd.Function``): float32
-attention (causal, bool/float masks, GQA, scale, sliding window; P recomputed in the backward as FlashAttention
-does), LayerNorm, RMSNorm, rotate-half RoPE and a learned position table. It must pass every
+attention (causal, bool/float masks, GQA, scale, dropout with the forward's keep mask saved,
+sliding window; P recomputed in the backward as FlashAttention does), LayerNorm, RMSNorm, a
+pre-norm residual block, rotate-half RoPE and a learned position table. It must pass every
 gradient property (tests/test_planted_grad.py); the planted bugs beside it each change one hook."""
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _base import Attention, LayerNorm, LearnedPositionEmbedding, RMSNorm, Rope  # noqa: E402,F401
-
-HARNESS_UNSUPPORTED = {"dropout"}
+from _base import Attention, LayerNorm, LearnedPositionEmbedding, PreNormBlock, RMSNorm, Rope  # noqa: E402,F401
 
 _attention = Attention()
 scaled_dot_product_attention = _attention.scaled_dot_product_attention
 sliding_window_attention = _attention.sliding_window_attention
 apply_rotary_embedding = Rope().apply_rotary_embedding
+residual_block = PreNormBlock
