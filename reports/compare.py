@@ -13,7 +13,7 @@ Thresholds (one row per compared metric):
   measurements (which freed blocks a call reuses moves a CPU RSS peak by tens of percent from call
   to call). Lower-is-better regresses when ``ratio > 1 + tol``, higher-is-better when
   ``ratio < 1 / (1 + tol)``.
-- Machine drift: per (run, suite, device kind) with at least ``DRIFT_MIN_POINTS`` timed pairs the
+- Machine drift: per (run, suite, device kind, pass) with at least ``DRIFT_MIN_POINTS`` timed pairs the
   drift ``d`` is the median of the ``time_s`` ratios; time-derived metrics are judged net of it,
   and the drift itself is one row per suite (metric ``time_s:suite_median``), worse when
   ``d > 1 + TIME_FLOOR[device kind]``.
@@ -267,17 +267,20 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
     for (run_id, key), cur in cur_points.items():
         base = base_points.get(key)
         if base is not None and base["status"] == cur["status"] == "ok":
-            groups.setdefault((run_id, cur["suite"], cur["device"]), []).append((base, cur))
+            # a pass is its own workload (autograd moves memory, the forward computes): each its own drift
+            groups.setdefault((run_id, cur["suite"], cur["device"], cur["pass"]), []).append((base, cur))
     drifts = {g: d for g, pairs in groups.items() if (d := drift(pairs)) is not None}
-    for (run_id, suite, kind), d in drifts.items():
+    for (run_id, suite, kind, pass_), d in drifts.items():
         floor = TIME_FLOOR[kind]
         verdict = "regression" if d > 1 + floor else "improvement" if d < 1 / (1 + floor) else "ok"
-        machine = groups[(run_id, suite, kind)][0][1]["machine"]
-        rows.append({"run_id": run_id, "machine": machine, "key": f"{suite}|*", "suite": suite, "case": "*",
+        machine = groups[(run_id, suite, kind, pass_)][0][1]["machine"]
+        what = suite if pass_ == DEFAULT_PASS else f"{suite} {pass_}"
+        rows.append({"run_id": run_id, "machine": machine, "key": f"{suite}|*" + ("" if pass_ == DEFAULT_PASS else f":{pass_}"),
+                     "suite": suite, "case": "*",
                      "role": "comparison", "metric": "time_s:suite_median", "direction": "lower",
                      "baseline": 1.0, "current": d, "ratio": d, "allowed": floor, "verdict": verdict,
                      "gated": scope == "all",
-                     "note": f"every {suite} point {'+' if d >= 1 else ''}{(d - 1) * 100:.1f}% (median; "
+                     "note": f"every {what} point {'+' if d >= 1 else ''}{(d - 1) * 100:.1f}% (median; "
                              f"allowed {floor * 100:.0f}% on {kind}): the machine's drift, taken out of "
                              f"each point's time comparison"})
     for (run_id, key), cur in cur_points.items():
@@ -292,7 +295,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
         if status:
             found.append(status)
         if base["status"] == "ok" and cur["status"] == "ok":
-            d = drifts.get((run_id, cur["suite"], cur["device"]), 1.0)
+            d = drifts.get((run_id, cur["suite"], cur["device"], cur["pass"]), 1.0)
             found += _metric_rows(base, cur, d)
         if head["gated"] and any(r["verdict"] in COMPARED for r in found):
             compared.add(key)

@@ -264,3 +264,34 @@ def test_a_run_being_written_is_reported_with_a_warning(tmp_path, base, capsys):
     finally:
         lock.release()
     json.loads(json.dumps(_row("r", "s", "c", {}, {})))  # the helper writes valid rows
+
+
+def _with_backward(run, factor=1.0):
+    """``run`` with a backward copy of each scaling row (``pass`` "bwd"), ``factor`` times slower."""
+    import copy
+
+    from harness.runfolder import point_key
+    rows = read(run)
+    for r in [r for r in rows if r["suite"] == "scaling"]:
+        b = copy.deepcopy(r)
+        b["params"]["pass"] = "bwd"
+        b["key"] = point_key(b["suite"], b["case"], b["params"], b["role"], b["impl"])
+        rows.append(_times(b, factor))
+    write(run, rows)
+    return run
+
+
+def test_each_pass_has_its_own_drift(tmp_path):
+    """The backward is its own workload: a machine whose every backward point runs 1.6x slower while
+    the forward is unchanged is drift of the backward (one ungated row), not a regression of each
+    backward point, and the forward points keep their own drift of 1."""
+    base = _with_backward(make_run(tmp_path, "base"))
+    slow = _with_backward(make_run(tmp_path, "slow"), factor=1.6)
+    assert report(slow, base) == 0
+    drift = comparison(slow)
+    drift = drift[drift["metric"] == "time_s:suite_median"].set_index("key")
+    assert drift.loc["scaling|*:bwd", "verdict"] == compare.UNGATED
+    assert drift.loc["scaling|*", "verdict"] == "ok"
+    one = edit(_with_backward(make_run(tmp_path, "one")),  # one target backward point 1.6x: a regression
+               lambda r: _times(r, 1.6, "target.sdpa", 1024) if r["params"].get("pass") == "bwd" else r)
+    assert report(one, base) == 1
