@@ -75,17 +75,23 @@ def measure_rope_layout(target, D: int, base: float) -> tuple[str | None, str]:
     supported = target.dtypes or ("float32",)  # a target may declare e.g. half precision only
     img = rope_images(target, D, base, DTYPES["float32" if "float32" in supported else supported[0]])
     support = (img.abs() > 1e-9).any(dim=0)  # (D, D): support[j, k] = e_j's image has a k component
-    partners = {}
-    for j in range(D):
-        others = [k for k in support[j].nonzero().flatten().tolist() if k != j]
-        partners[j] = others
-    pairs = sorted({(min(j, ks[0]), max(j, ks[0])) for j, ks in partners.items() if len(ks) == 1})
+    return layout_of(target, support, f"positions {PROBE_POSITIONS}")
+
+
+def layout_of(target, support: torch.Tensor, probe: str) -> tuple[str | None, str]:
+    """The layout whose pairs ``support`` (D, D) shows (``support[j, k]``: e_j's image has a k
+    component), and the evidence for messages (``probe``: how the images were taken). Each e_j must
+    map into the span of e_j and exactly one partner e_k, and k's partner must be j; where both
+    layouts fit (D = 2) the declared one."""
+    D = support.shape[0]
+    partners = {j: [k for k in support[j].nonzero().flatten().tolist() if k != j] for j in range(D)}
     consistent = all(len(ks) == 1 and partners[ks[0]] == [j] for j, ks in partners.items())
     shown = ", ".join(f"{j}->{ks}" for j, ks in list(partners.items())[:12])
-    evidence = (f"\n  dims each basis vector e_j is rotated into (D={D}, positions {PROBE_POSITIONS}): "
+    evidence = (f"\n  dims each basis vector e_j is rotated into (D={D}, {probe}): "
                 f"{shown}{' ...' if D > 12 else ''}")
     if not consistent:
         return None, evidence
+    pairs = sorted((j, ks[0]) for j, ks in partners.items() if j < ks[0])
     matching = [lay for lay in LAYOUTS if pairs == sorted(zip(*(t.tolist() for t in pair_indices(D, lay))))]
     preferred = target.conventions.get("rope_layout")  # D = 2: both layouts are the pair (0, 1)
     return (preferred if preferred in matching else matching[0] if matching else None), evidence

@@ -38,8 +38,7 @@ from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
 from harness.runner import PropertyFailure, impl, property_name, record_label, repro_command, run
 from harness.target_ops import manual_seed
-from reference.rope import LAYOUTS, pair_indices
-from suites.positions.helpers import PROBE_POSITIONS, rope_naive, rope_truth
+from suites.positions.helpers import PROBE_POSITIONS, layout_of, rope_naive, rope_truth
 
 FAMILY = "rope_module"
 MODULE = "RotaryEmbedding"
@@ -80,17 +79,7 @@ def measure_layout(target, D: int, base: float, device: str) -> tuple[str | None
     for p in PROBE_POSITIONS:
         img = forward(target, build(target, D, base, device), eye, p).double().cpu()[:, 0, 0]  # (D, D)
         support |= img.abs() > 1e-9
-    partners = {j: [k for k in support[j].nonzero().flatten().tolist() if k != j] for j in range(D)}
-    consistent = all(len(ks) == 1 and partners[ks[0]] == [j] for j, ks in partners.items())
-    shown = ", ".join(f"{j}->{ks}" for j, ks in list(partners.items())[:12])
-    evidence = (f"\n  dims each basis vector e_j is rotated into (D={D}, offsets {PROBE_POSITIONS}, one fresh "
-                f"instance each): {shown}{' ...' if D > 12 else ''}")
-    if not consistent:
-        return None, evidence
-    pairs = sorted((j, ks[0]) for j, ks in partners.items() if j < ks[0])
-    matching = [lay for lay in LAYOUTS if pairs == sorted(zip(*(t.tolist() for t in pair_indices(D, lay))))]
-    preferred = target.conventions.get("rope_layout")
-    return (preferred if preferred in matching else matching[0] if matching else None), evidence
+    return layout_of(target, support, f"offsets {PROBE_POSITIONS}, one fresh instance each")
 
 
 class Session:
