@@ -76,7 +76,10 @@ class Attention:
         if visible is not None:
             s = s.masked_fill(~visible, float("-inf"))
         m = s.amax(-1, keepdim=True)
-        w = torch.exp(s - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
+        return self.normalize(torch.exp(s - torch.where(torch.isfinite(m), m, torch.zeros_like(m))))
+
+    def normalize(self, w):
+        """Rows of exp(scores) to probabilities; a row with no visible key (all zero) stays zeros."""
         d = w.sum(-1, keepdim=True)
         return torch.where(d > 0, w / d.clamp_min(torch.finfo(w.dtype).tiny), torch.zeros_like(w))
 

@@ -22,15 +22,8 @@ class BottomRight(Attention):
     def causal_visible(self, L, S, device):
         return torch.arange(S, device=device)[None, :] <= torch.arange(L, device=device)[:, None] + (S - L)
 
-    def probs(self, q, k, scale, visible, bias):
+    def normalize(self, w):
         """The plain softmax: a row with no visible key is 0 / 0 = NaN."""
-        s = (q @ k.transpose(-2, -1)) * scale
-        if bias is not None:
-            s = s + bias.to(s.dtype)
-        if visible is not None:
-            s = s.masked_fill(~visible, float("-inf"))
-        m = s.amax(-1, keepdim=True)
-        w = torch.exp(s - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
         return w / w.sum(-1, keepdim=True)
 
 
