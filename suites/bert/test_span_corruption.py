@@ -139,6 +139,16 @@ def check_spans(target, cfg):
 CHECKPOINTS = (500, 1500)
 
 
+def _lengths(seqs) -> torch.Tensor:
+    return torch.tensor([len(t) for t in seqs], dtype=torch.float32)
+
+
+def _counts(seqs, lowest: int) -> torch.Tensor:
+    """(len(seqs),) float: the entries >= ``lowest`` (sentinels) in each 1-D tensor, in one pass."""
+    which = torch.repeat_interleave(torch.arange(len(seqs)), torch.tensor([len(t) for t in seqs]))
+    return torch.zeros(len(seqs)).index_add_(0, which, (torch.cat(seqs) >= lowest).float())
+
+
 def _sequential(target, cfg, column: int, expected: float, value_range: float):
     """Call the target ``cfg.calls`` times on one generator; at each checkpoint n test
     |mean - expected| <= empirical Bernstein radius of the first n per-sequence values of
@@ -154,10 +164,9 @@ def _sequential(target, cfg, column: int, expected: float, value_range: float):
     for n in points:  # the calls up to each checkpoint, then its test
         outs = call_each(target, SPAN, [(sequences[i % 16],) for i in range(done, n)],
                          dict(generator=g, **cfg.kwargs()))
-        for i, out in enumerate(outs, start=done):
-            inputs, targets = checked_output(out)
-            values[i, 0] = (len(targets) - int((targets >= lowest).sum())) / cfg.length
-            values[i, 1] = int((inputs >= lowest).sum()) / cfg.length
+        inputs, targets = zip(*(checked_output(out) for out in outs))
+        values[done:n, 0] = (_lengths(targets) - _counts(targets, lowest)) / cfg.length  # corrupted tokens
+        values[done:n, 1] = _counts(inputs, lowest) / cfg.length  # spans: one sentinel each in the inputs
         done = n
         x = values[:n, column]
         radius = empirical_bernstein_radius(x, delta, value_range)
