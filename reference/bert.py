@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import BertConfig, BertModel
-from transformers.models.bert.modeling_bert import BertEmbeddings
 
 #: bert-base-uncased's ids
 CLS_ID, SEP_ID = 101, 102
@@ -52,12 +50,18 @@ def parameter_count(vocab_size, max_position_embeddings, type_vocab_size, hidden
     return embeddings + num_hidden_layers * layer + (H * H + H if pooler else 0)
 
 
-def bert_config(size: str = "base", **overrides) -> BertConfig:
+def bert_config(size: str = "base", **overrides):
+    """transformers' BertConfig (imported here: importing transformers takes seconds, and
+    ``import reference`` should not)."""
+    from transformers import BertConfig
+
     return BertConfig(**{**CONFIGS[size], **overrides})
 
 
 def build_bert(size: str = "base", add_pooling_layer: bool = True) -> nn.Module:
     """transformers' BertModel from the published configuration, random weights (no hub access)."""
+    from transformers import BertModel
+
     return BertModel(bert_config(size), add_pooling_layer=add_pooling_layer)
 
 
@@ -65,6 +69,9 @@ class InputEmbedding(nn.Module):
     """BertEmbeddings without LayerNorm and dropout: forward = W[ids] + P[positions] + T[segments]."""
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2):
+        from transformers import BertConfig
+        from transformers.models.bert.modeling_bert import BertEmbeddings
+
         super().__init__()
         cfg = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size, type_vocab_size=type_vocab_size,
                          max_position_embeddings=max_position_embeddings)

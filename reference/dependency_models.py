@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import BertConfig, BertModel, GPT2Config, GPT2Model
 
 DIM, LAYERS, HEADS, MAX_LEN = 16, 2, 2, 32
 
@@ -49,12 +48,16 @@ class BiLM(nn.Module):
 
 
 def build_bert_like(**overrides) -> nn.Module:
+    from transformers import BertConfig, BertModel  # (here: importing transformers takes seconds)
+
     cfg = BertConfig(vocab_size=32, hidden_size=DIM, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                      intermediate_size=2 * DIM, max_position_embeddings=MAX_LEN, **overrides)
     return HiddenStates(BertModel(cfg, add_pooling_layer=False), DIM)
 
 
 def build_gpt_like(**overrides) -> nn.Module:
+    from transformers import GPT2Config, GPT2Model
+
     cfg = GPT2Config(vocab_size=32, n_embd=DIM, n_layer=LAYERS, n_head=HEADS, n_positions=MAX_LEN,
                      bos_token_id=0, eos_token_id=0, **overrides)
     return HiddenStates(GPT2Model(cfg), DIM)
