@@ -9,6 +9,9 @@
   bias -slope * |i - j| with queries at positions Lk - Lq .. Lk - 1, i.e. aligned to the end).
 - ``t5_relative_position_bucket``: ``RelativePositionBias._relative_position_bucket``,
   whose flag is ``causal`` (= not bidirectional).
+- ``AlibiPositionalBias`` / ``T5RelativePositionBias`` (the cached module forms): its
+  ``AlibiPositionalBias`` (a cached bias buffer) and ``RelativePositionBias`` (scale 1), called
+  ``forward(query_len, key_len)``.
 - ``sinusoidal_position_embedding``: ``ScaledSinusoidalEmbedding`` with its learned scale
   (initialised to dim^-0.5) set to 1: [sin ..., cos ...], the concatenated layout.
 - ``LearnedPositionEmbedding``: ``AbsolutePositionalEmbedding`` (an nn.Embedding) with its
@@ -25,9 +28,12 @@ import torch
 from torch import nn
 
 try:
-    from x_transformers.x_transformers import (AbsolutePositionalEmbedding, AlibiPositionalBias,
-                                               RelativePositionBias, RotaryEmbedding,
-                                               ScaledSinusoidalEmbedding, apply_rotary_pos_emb)
+    # (private names: a library class under a protocol name would be taken as that name)
+    from x_transformers.x_transformers import AbsolutePositionalEmbedding
+    from x_transformers.x_transformers import AlibiPositionalBias as _Alibi
+    from x_transformers.x_transformers import RelativePositionBias as _RelativeBias
+    from x_transformers.x_transformers import RotaryEmbedding as _Rotary
+    from x_transformers.x_transformers import ScaledSinusoidalEmbedding, apply_rotary_pos_emb
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("harness.adapters.xtransformers_positions needs x-transformers "
                       f"(pip install x-transformers): {exc}") from exc
@@ -42,8 +48,8 @@ HARNESS_DTYPES = ("float32", "float16", "bfloat16")
 
 
 @lru_cache(maxsize=16)
-def _rotary(dim: int, base: float) -> RotaryEmbedding:
-    return RotaryEmbedding(dim, base=base)
+def _rotary(dim: int, base: float) -> _Rotary:
+    return _Rotary(dim, base=base)
 
 
 def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
@@ -55,17 +61,17 @@ def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
-    return torch.tensor(AlibiPositionalBias._get_slopes(num_heads))
+    return torch.tensor(_Alibi._get_slopes(num_heads))
 
 
 def alibi_bias(num_heads: int, query_len: int, key_len: int) -> torch.Tensor:
     """(H, Lq, Lk)."""
-    return AlibiPositionalBias(heads=num_heads)(query_len, key_len)
+    return _Alibi(heads=num_heads)(query_len, key_len)
 
 
 def t5_relative_position_bucket(relative_position: torch.Tensor, bidirectional: bool = True,
                                 num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
-    return RelativePositionBias._relative_position_bucket(relative_position, causal=not bidirectional,
+    return _RelativeBias._relative_position_bucket(relative_position, causal=not bidirectional,
                                                           num_buckets=num_buckets, max_distance=max_distance)
 
 
@@ -90,3 +96,36 @@ class LearnedPositionEmbedding(nn.Module):
         # x only supplies the sequence length (checked against max_seq_len) and the device;
         # with explicit positions an empty one passes that check and the table does the rest
         return self.inner(positions.new_empty(1, 0), pos=positions)
+
+
+class AlibiPositionalBias(_Alibi):
+    """The protocol's ``AlibiPositionalBias(num_heads)``: x-transformers' own module, which keeps
+    the bias of its largest call as a buffer and slices ``[..., -i:, -j:]`` for smaller ones;
+    ``forward(query_len, key_len)`` is its ``forward(i, j)``."""
+
+    def __init__(self, num_heads: int):
+        super().__init__(num_heads, total_heads=num_heads)
+
+
+class T5RelativePositionBias(_RelativeBias):
+    """The protocol's ``T5RelativePositionBias``: x-transformers' ``RelativePositionBias`` with
+    ``scale=1`` and ``causal = not bidirectional``; ``forward(i, j)`` puts the queries at j - i .. j - 1."""
+
+    def __init__(self, num_heads: int, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
+        super().__init__(scale=1, causal=not bidirectional, num_buckets=num_buckets, max_distance=max_distance,
+                         heads=num_heads)
+
+
+class RotaryEmbedding(nn.Module):
+    """The protocol's stateful ``RotaryEmbedding(dim, base)``: x-transformers' ``RotaryEmbedding``
+    (built once, kept) at positions offset .. offset + L - 1, then ``apply_rotary_pos_emb``."""
+
+    def __init__(self, dim: int, base: float = 10000.0):
+        super().__init__()
+        self.rotary = _Rotary(dim, base=base)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        positions = torch.arange(x.shape[-2], device=x.device) + int(offset)
+        with torch.no_grad():
+            freqs, scale = self.rotary(positions)
+        return apply_rotary_pos_emb(x, freqs, scale)
