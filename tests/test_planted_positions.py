@@ -138,12 +138,14 @@ def test_xtransformers_adapter_passes(pytester, tmp_path):
     """x-transformers (RoPE interleaved, concatenated sinusoids, ALiBi, T5 buckets, learned table)."""
     pytest.importorskip("harness.adapters.xtransformers_positions", exc_type=ImportError)
     report, target = tmp_path / "report", "harness.adapters.xtransformers_positions"
-    result = run_suite(pytester, POSITION_SUITES, [target], None, "--conformance-report", str(report))
-    result.assert_outcomes(passed=n_tests(POSITION_SUITES))
+    suites = POSITION_SUITES + ["test_rope_module.py"]  # its stateful RotaryEmbedding too
+    result = run_suite(pytester, suites, [target], None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=n_tests(suites))
     cells = conformance(report)
     _all_pass(cells, target)
     assert cells[("rope.frequencies", target)] == "convention:interleaved"
     assert cells[("sinusoidal.origin", target)] == "convention:concatenated"
+    assert cells[("rope_module.call_sequences", target)] == "convention:interleaved"
 
 
 def test_torchtune_adapter_passes(pytester, tmp_path):
