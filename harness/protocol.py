@@ -36,6 +36,16 @@ device. It may cache tables between calls (by length, offset, dtype, device); no
 depend on the calls before it. The harness never casts the module's dtype (calls in several
 dtypes go to the same instance) and moves it with ``.to(device)`` before calling it on
 another device, as a model is moved.
+
+``AlibiPositionalBias`` and ``T5RelativePositionBias`` are the cached forms of ``alibi_bias`` and
+``t5_relative_position_bias``, as x-transformers and T5 models ship them: built once, then
+``forward(query_len, key_len)`` returns the (H, query_len, key_len) bias of the last query_len
+queries over key_len keys (queries aligned to the END of the keys, as in KV-cache decoding), whatever
+the calls before it were. ``AlibiPositionalBias`` is compared as ``alibi_bias`` is (causal keys, up to
+a per-row constant); ``T5RelativePositionBias`` reads its learned table from
+``relative_attention_bias`` (an ``nn.Embedding(num_buckets, H)``, the name Hugging Face's T5Attention
+and x-transformers use), which the harness overwrites between calls as a training step would: a
+cache may keep bucket indices, never the table's values. Both are moved with ``.to(device)``.
 """
 from __future__ import annotations
 
@@ -76,6 +86,8 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          "alibi_slopes(num_heads) -> Tensor[H]"),
     Name("alibi_bias", ("num_heads", "query_len", "key_len"),
          "alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]"),
+    Name("AlibiPositionalBias", ("num_heads",),
+         "AlibiPositionalBias(num_heads); forward(query_len, key_len) -> Tensor[H, Lq, Lk]", kind="class"),
     Name("t5_relative_position_bucket", ("relative_position", "bidirectional", "num_buckets", "max_distance"),
          "t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128)"),
     # table: the learned (num_buckets, H) embedding weight; queries aligned to the END of the keys (query i
@@ -84,6 +96,10 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          ("table", "query_len", "key_len", "bidirectional", "num_buckets", "max_distance"),
          "t5_relative_position_bias(table, query_len, key_len, bidirectional=True, num_buckets=32, "
          "max_distance=128) -> Tensor[H, query_len, key_len]"),
+    Name("T5RelativePositionBias", ("num_heads", "bidirectional", "num_buckets", "max_distance"),
+         "T5RelativePositionBias(num_heads, bidirectional=True, num_buckets=32, max_distance=128); "
+         "forward(query_len, key_len) -> Tensor[H, Lq, Lk]; attribute relative_attention_bias "
+         "(nn.Embedding(num_buckets, H))", kind="class"),
     Name("LayerNorm", ("normalized_shape", "eps", "elementwise_affine"),
          "LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)", kind="class"),
     Name("RMSNorm", ("normalized_shape", "eps", "elementwise_affine"),

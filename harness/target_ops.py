@@ -161,6 +161,23 @@ def attribute_tensor(obj: Any, *path: str) -> torch.Tensor | None:
     return obj.detach() if isinstance(obj, torch.Tensor) else None
 
 
+def assign_tensor(obj: Any, value: torch.Tensor, *path: str) -> None:
+    """Write ``value`` into the tensor ``obj.a.b...`` in place, in that tensor's dtype and device (as
+    an optimizer step or a checkpoint load changes a learned table); AssertionError when there is no
+    tensor of ``value``'s shape there."""
+    t = obj
+    for attr in path:
+        t = getattr(t, attr, None)
+    where = ".".join(path)
+    if not isinstance(t, torch.Tensor):
+        raise AssertionError(f"the module has no tensor .{where} (got {type(t).__name__}); the protocol "
+                             f"reads the learned table there")
+    if tuple(t.shape) != tuple(value.shape):
+        raise AssertionError(f"the module's .{where} has shape {tuple(t.shape)}, expected {tuple(value.shape)}")
+    with torch.no_grad():
+        t.copy_(value.to(device=t.device, dtype=t.dtype))
+
+
 def under_autocast(device_type: str, dtype: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` inside ``torch.autocast(device_type, dtype)``, as training code
     calls a kernel (the autocast context must be entered where the target runs)."""

@@ -12,14 +12,15 @@ from reference.blocks import residual_block
 from reference.sinusoidal import sinusoidal_position_embedding
 from reference.learned_positions import LearnedPositionEmbedding
 from reference.rope import RotaryEmbedding, apply_rotary_embedding
-from reference.alibi import alibi_bias, alibi_slopes
+from reference.alibi import AlibiPositionalBias, alibi_bias, alibi_slopes
 from reference.t5_bucket import t5_relative_position_bucket
-from reference.t5_bias import t5_relative_position_bias
+from reference.t5_bias import T5RelativePositionBias, t5_relative_position_bias
 
 __all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
-           "alibi_slopes", "alibi_bias", "t5_relative_position_bucket", "t5_relative_position_bias"]
+           "alibi_slopes", "alibi_bias", "AlibiPositionalBias", "t5_relative_position_bucket", "t5_relative_position_bias",
+           "T5RelativePositionBias"]
 from reference.mlm import mask_tokens
 from reference.distillation import distillation_loss
 from reference.span_corruption import span_corruption

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 
 def get_slopes(n: int) -> list[float]:
@@ -51,3 +52,15 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 def alibi_bias(num_heads: int, query_len: int, key_len: int) -> torch.Tensor:
     """The protocol function: (H, Lq, Lk), float64 math returned in the default dtype."""
     return alibi_math(num_heads, query_len, key_len).to(torch.get_default_dtype())
+
+
+class AlibiPositionalBias(nn.Module):
+    """The protocol's cached form: ``forward(query_len, key_len)`` is ``alibi_bias(num_heads,
+    query_len, key_len)`` (no cache here: every call is the function)."""
+
+    def __init__(self, num_heads: int):
+        super().__init__()
+        self.num_heads = int(num_heads)
+
+    def forward(self, query_len: int, key_len: int) -> torch.Tensor:
+        return alibi_bias(self.num_heads, query_len, key_len)

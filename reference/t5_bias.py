@@ -15,6 +15,7 @@ so the output is exact in any dtype.
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from reference.t5_bucket import t5_relative_position_bucket
 
@@ -35,3 +36,18 @@ def t5_relative_position_bias(table: torch.Tensor, query_len: int, key_len: int,
     buckets = t5_relative_position_bucket(relative_positions(query_len, key_len, table.device),
                                           bidirectional, num_buckets, max_distance)  # (Lq, Lk)
     return table[buckets].permute(2, 0, 1)  # (Lq, Lk, H) -> (H, Lq, Lk)
+
+
+class T5RelativePositionBias(nn.Module):
+    """The protocol's module form: a learned table ``relative_attention_bias`` (nn.Embedding
+    (num_buckets, H)) and ``forward(query_len, key_len)`` -> (H, Lq, Lk), the function above on its
+    weight (no cache here)."""
+
+    def __init__(self, num_heads: int, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.bidirectional, self.num_buckets, self.max_distance = bool(bidirectional), int(num_buckets), int(max_distance)
+        self.relative_attention_bias = nn.Embedding(self.num_buckets, int(num_heads))
+
+    def forward(self, query_len: int, key_len: int) -> torch.Tensor:
+        return t5_relative_position_bias(self.relative_attention_bias.weight, query_len, key_len, self.bidirectional,
+                                         self.num_buckets, self.max_distance)

@@ -10,7 +10,8 @@
 - ``t5_relative_position_bucket``: ``T5Attention._relative_position_bucket``.
 - ``t5_relative_position_bias``: ``T5Attention.compute_bias(Lq, Lk, past_seen_tokens=Lk - Lq)``
   (how T5 decodes with a cache) of a T5Attention whose relative_attention_bias weight is the
-  table; ``is_decoder = not bidirectional``.
+  table; ``is_decoder = not bidirectional``. ``T5RelativePositionBias`` (the module form): that
+  T5Attention kept, its ``relative_attention_bias`` the module's table.
 - ``sinusoidal_position_embedding``: DistilBERT's ``create_sinusoidal_embeddings``
   (interleaved columns, computed in NumPy float64, stored as float32).
 
@@ -79,13 +80,29 @@ def t5_relative_position_bucket(relative_position: torch.Tensor, bidirectional: 
 def t5_relative_position_bias(table: torch.Tensor, query_len: int, key_len: int, bidirectional: bool = True,
                               num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
     """(H, Lq, Lk) from a (num_buckets, H) table: the queries are the last Lq positions."""
-    heads = table.shape[1]
-    config = T5Config(d_model=heads, d_kv=1, num_heads=heads, relative_attention_num_buckets=num_buckets,
-                      relative_attention_max_distance=max_distance, is_decoder=not bidirectional)
-    attn = T5Attention(config, has_relative_attention_bias=True).to(table.device, table.dtype)
+    attn = _t5_attention(table.shape[1], bidirectional, num_buckets, max_distance).to(table.device, table.dtype)
     with torch.no_grad():
         attn.relative_attention_bias.weight.copy_(table)
         return attn.compute_bias(query_len, key_len, device=table.device, past_seen_tokens=key_len - query_len)[0]
+
+
+def _t5_attention(heads: int, bidirectional: bool, num_buckets: int, max_distance: int) -> T5Attention:
+    config = T5Config(d_model=heads, d_kv=1, num_heads=heads, relative_attention_num_buckets=num_buckets,
+                      relative_attention_max_distance=max_distance, is_decoder=not bidirectional)
+    return T5Attention(config, has_relative_attention_bias=True)
+
+
+class T5RelativePositionBias(torch.nn.Module):
+    """A T5Attention's bias: ``forward(Lq, Lk)`` is ``compute_bias(Lq, Lk, past_seen_tokens=Lk - Lq)``."""
+
+    def __init__(self, num_heads: int, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.attn = _t5_attention(num_heads, bidirectional, num_buckets, max_distance)
+        self.relative_attention_bias = self.attn.relative_attention_bias
+
+    def forward(self, query_len: int, key_len: int) -> torch.Tensor:
+        device = self.relative_attention_bias.weight.device
+        return self.attn.compute_bias(query_len, key_len, device=device, past_seen_tokens=key_len - query_len)[0]
 
 
 def sinusoidal_position_embedding(num_positions: int, dim: int) -> torch.Tensor:

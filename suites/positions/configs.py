@@ -306,3 +306,46 @@ class RopeCallsConfig(Config):
         L, offset, dtype, device = self.calls[index]
         return f"call {index + 1} of {len(self.calls)}: forward(x ({self.batch}, {self.heads}, {L}, {self.D}) " \
                f"{dtype} on {device}, offset={offset})"
+
+
+# ---- cached bias modules (ALiBi, T5): a module built once, then a sequence of calls ---------------
+
+#: the longest key length a bias-module call uses (cache bugs show at any size)
+MAX_KEYS = 96
+
+
+@register
+@dataclass(frozen=True)
+class BiasCallsConfig(Config):
+    """A cached bias module built once (``AlibiPositionalBias(heads)``, or
+    ``T5RelativePositionBias(heads, bidirectional, num_buckets, max_distance)``), then one entry of
+    ``calls`` at a time: ``(Lq, Lk, device, table)`` is ``forward(Lq, Lk)`` on ``device`` (the module
+    moved there first when it changes), with the learned table (T5) holding version ``table`` of its
+    values (written into ``relative_attention_bias.weight`` first when it changes; 0 at the start)."""
+
+    heads: int
+    seed: int
+    bidirectional: bool = True
+    num_buckets: int = 32
+    max_distance: int = 128
+    calls: tuple[tuple[int, int, str, int], ...] = ()
+
+    def __post_init__(self):  # JSON gives lists: calls stay hashable tuples
+        object.__setattr__(self, "calls", tuple(tuple(c) for c in self.calls))
+
+    def then(self, Lq: int, Lk: int, device: str, table: int = 0) -> "BiasCallsConfig":
+        """This sequence with one more call."""
+        call = (int(Lq), int(Lk), str(device), int(table))
+        return BiasCallsConfig(self.heads, self.seed, self.bidirectional, self.num_buckets,
+                               self.max_distance, self.calls + (call,))
+
+    def table(self, version: int) -> torch.Tensor:
+        """Version ``version`` of the learned (num_buckets, heads) table, float32 (exact in any
+        floating dtype a module keeps it in: multiples of 1/8 below 64)."""
+        g = self.generator(salt=1000 + version)
+        return torch.randint(-256, 256, (self.num_buckets, self.heads), generator=g).float() / 8
+
+    def describe(self, index: int, name: str) -> str:
+        Lq, Lk, device, table = self.calls[index]
+        version = f", table version {table}" if table else ""
+        return f"call {index + 1} of {len(self.calls)}: {name}.forward({Lq}, {Lk}) on {device}{version}"

@@ -112,3 +112,10 @@ def score_allowance(cfg: RopeConfig, q, k, pq, pk, layout: str) -> float:
     truth = scores(rope_truth(q, pq, cfg.base, layout), rope_truth(k, pk, cfg.base, layout))
     naive = scores(rope_naive(q, pq, cfg.base, layout), rope_naive(k, pk, cfg.base, layout))
     return tolerance.allowance(truth, naive, dtype=q.dtype)
+
+
+def module_devices(target) -> list[str]:
+    """Where a stateful module under test is called: the target's device, and the CPU when that
+    is another one (``--device cuda``): a module on an accelerator is also moved to the CPU and
+    back; one under test on the CPU stays there (it may be a CPU-only kernel)."""
+    return [target.device] + (["cpu"] if torch.device(target.device).type != "cpu" else [])

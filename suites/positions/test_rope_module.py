@@ -38,7 +38,7 @@ from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
 from harness.runner import PropertyFailure, impl, property_name, record_label, repro_command, run
 from harness.target_ops import manual_seed
-from suites.positions.helpers import PROBE_POSITIONS, layout_of, rope_naive, rope_truth
+from suites.positions.helpers import PROBE_POSITIONS, layout_of, module_devices, rope_naive, rope_truth
 
 FAMILY = "rope_module"
 MODULE = "RotaryEmbedding"
@@ -150,20 +150,13 @@ def _dtypes(target) -> list[str]:
     return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported]
 
 
-def _devices(target) -> list[str]:
-    """The target's device, and the CPU when that is another one (``--device cuda``): a module
-    under test on an accelerator is also moved to the CPU and back; one under test on the CPU
-    stays there (it may be a CPU-only kernel)."""
-    return [target.device] + (["cpu"] if torch.device(target.device).type != "cpu" else [])
-
-
 _LENGTH = st.one_of(st.integers(1, 8), st.integers(9, 40))
 _OFFSET = st.one_of(st.just(0), st.integers(1, 64), st.integers(65, MAX_POSITION - 1))
 
 
 def machine_for(target):
     """The state machine class for ``target``: rules draw calls of the dtypes and devices it has."""
-    dtypes, devices = _dtypes(target), _devices(target)
+    dtypes, devices = _dtypes(target), module_devices(target)
     check = check_call_sequences
 
     class RopeModuleCalls(RuleBasedStateMachine):

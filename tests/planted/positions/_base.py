@@ -17,7 +17,8 @@ Unmodified, these pass every position property (tests/test_planted_positions.py 
 it): Hugging Face-style RoPE (rotate-half pairs, angles in float32, float64 for float64
 input, cos/sin in x's dtype), the paper's ALiBi, HF's T5 buckets, the interleaved
 sinusoidal table, an nn.Parameter position table that raises out of range, and a stateful
-rotary module with a cos/sin cache (tests/test_planted_stateful.py checks that one).
+rotary module with a cos/sin cache (tests/test_planted_stateful.py checks that one), and cached
+ALiBi and T5 bias modules (tests/test_planted_bias_modules.py).
 """
 from __future__ import annotations
 
@@ -193,6 +194,59 @@ class Learned(nn.Module):
         return self.weight[self.index(positions)]
 
 
+
+class CachedAlibi(nn.Module):
+    """The cached ``AlibiPositionalBias(num_heads)`` as x-transformers writes it (1.22.17 on): the
+    bias of the largest call so far kept as a buffer (it moves with ``.to``), rebuilt when a call
+    needs more queries or keys, sliced for smaller calls from the END (rows ``-Lq:``, columns
+    ``-Lk:``: the last queries over the last keys; ALiBi depends on key - query only)."""
+
+    def __init__(self, num_heads):
+        super().__init__()
+        self.register_buffer("slopes", Alibi().head_slopes(num_heads).view(-1, 1, 1), persistent=False)
+        self.register_buffer("bias", None, persistent=False)
+
+    def covers(self, query_len, key_len):
+        return self.bias is not None and self.bias.shape[-1] >= key_len and self.bias.shape[-2] >= query_len
+
+    def piece(self, query_len, key_len):
+        return self.bias[..., -query_len:, -key_len:]
+
+    def forward(self, query_len, key_len):
+        if self.covers(query_len, key_len):
+            return self.piece(query_len, key_len)
+        # -slope * |p - j|, x-transformers' symmetric form (a row's kink is at its own position, so a
+        # slice from the wrong end shows; the signed form -slope * (p - j) is one row up to a constant)
+        self.bias = -self.slopes * Alibi().distance(query_len, key_len).abs().to(self.slopes.device)[None]
+        return self.bias
+
+
+class CachedT5Bias(nn.Module):
+    """``T5RelativePositionBias(num_heads, ...)``: an nn.Embedding table (``relative_attention_bias``)
+    and the bucket indices of each (Lq, Lk) cached (they never change); the values are read from
+    the table at every call."""
+
+    def __init__(self, num_heads, bidirectional=True, num_buckets=32, max_distance=128):
+        super().__init__()
+        self.bidirectional, self.num_buckets, self.max_distance = bidirectional, num_buckets, max_distance
+        self.relative_attention_bias = nn.Embedding(num_buckets, num_heads)
+        self.buckets = {}
+
+    def bucket_grid(self, query_len, key_len, device):
+        q = torch.arange(query_len, device=device) + (key_len - query_len)  # queries at the end of the keys
+        rp = torch.arange(key_len, device=device)[None, :] - q[:, None]  # key - query
+        return T5Buckets().t5_relative_position_bucket(rp, self.bidirectional, self.num_buckets, self.max_distance)
+
+    def lookup(self, query_len, key_len, device):
+        key = (query_len, key_len, device)
+        if key not in self.buckets:
+            self.buckets[key] = self.bucket_grid(query_len, key_len, device)
+        return self.buckets[key]
+
+    def forward(self, query_len, key_len):
+        weight = self.relative_attention_bias.weight
+        return self.relative_attention_bias(self.lookup(query_len, key_len, weight.device)).permute(2, 0, 1)
+
 apply_rotary_embedding = Rope().apply_rotary_embedding
 alibi_slopes = Alibi().alibi_slopes
 alibi_bias = Alibi().alibi_bias
@@ -200,3 +254,5 @@ t5_relative_position_bucket = T5Buckets().t5_relative_position_bucket
 sinusoidal_position_embedding = Sinusoidal().sinusoidal_position_embedding
 LearnedPositionEmbedding = Learned
 RotaryEmbedding = CachedRotary
+AlibiPositionalBias = CachedAlibi
+T5RelativePositionBias = CachedT5Bias
