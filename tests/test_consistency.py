@@ -9,8 +9,11 @@
 - transformers 4.38.2's Mistral eager and FlashAttention-2 window paths (HF issue 29623: w keys vs
   w + 1) disagree on sliding_window.window_extent and the window outputs, and
   ``--require-consistent`` fails (skipped with the reason without the side-by-side release);
-- controls: reference and torch.nn.functional agree (``--require-consistent`` passes); one target
-  alone has no section and skips the differential checks.
+- tests/planted/consistency/sibling_defaults.py (one sibling difference per name) disagrees with
+  reference on each of LayerNorm, RMSNorm, distillation_loss, build_inputs, alibi_slopes and
+  attention_with_kvcache; the names with random draws or initialisation say why they are not compared;
+- controls: reference and torch.nn.functional agree (``--require-consistent`` passes), and so do
+  reference's and torch.nn's norms; one target alone has no section and skips the differential checks.
 Every run is in-process under the derandomized ci profile.
 """
 from __future__ import annotations
@@ -84,6 +87,31 @@ def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
     out = result.stdout.str()
     assert "backends disagree" not in out
     assert "conventions agree 1 of 1; differential checks: agree 1" in out, out[-2000:]
+
+
+#: the names tests/planted/consistency/sibling_defaults.py differs from reference on, one way each
+SIBLING_NAMES = ("LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache")
+
+
+def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
+    """Each differential check of the norm, objective, slope and KV-cache names fails when two
+    targets differ in that name (and says so in the section), while torch.nn's norms agree with
+    the reference's, and the names with no differential check say why."""
+    report = tmp_path / "report"
+    sibling = str(PAIR / "sibling_defaults.py")
+    result = run_suite(pytester, ["test_consistency.py"], ["reference", sibling], None,
+                       "--conformance-report", str(report))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    rows = {r["item"]: r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]
+            if r["part"] == "differential"}
+    for name in SIBLING_NAMES:
+        assert rows[name]["result"] == "disagree", (name, rows.get(name))
+    control = run_suite(pytester, ["test_consistency.py"], ["reference", "torch.nn"], "LayerNorm or RMSNorm",
+                        "--require-consistent")
+    assert control.ret == 0, control.stdout.str()[-3000:]
+    assert "differential checks: agree 2" in control.stdout.str()
+    why = run_suite(pytester, ["test_consistency.py"], ["reference", "reference"], "RotaryEmbedding", "-rs")
+    assert "not compared: the stateful form" in why.stdout.str(), why.stdout.str()[-2000:]
 
 
 def test_one_target_has_no_section(pytester):

@@ -1,0 +1,60 @@
+"""Planted backend, held to ``reference`` (tests/test_consistency.py): one library's second path for
+the norm, objective, slope and KV-cache names, each differing from the first in one way a sibling
+path really does. Some of these fail a one-target suite too; here each must be found by the
+differential check of its name, so every such check is shown to fail when two targets differ.
+
+Real patterns:
+- ``RMSNorm`` scales by (1 + weight), Gemma's form, where the sibling path scales by weight;
+- ``LayerNorm`` drops the bias on its fused path (a kernel written for bias=False models);
+- ``distillation_loss``'s default temperature is 2.0 (DistilBERT's training setting copied into
+  the signature);
+- ``build_inputs`` gives the final [SEP] of sentence B segment 0;
+- ``alibi_slopes`` lists the slopes from the smallest;
+- ``attention_with_kvcache`` takes ``cache_seqlens[0]`` for every batch item (a kernel written for
+  a batch of one).
+Caught by: the consistency section (differential LayerNorm, RMSNorm, distillation_loss,
+build_inputs, alibi_slopes, attention_with_kvcache).
+"""
+import torch
+
+import reference
+from reference.layernorm import layer_norm_math
+from reference.rmsnorm import rms_norm_math
+
+
+class LayerNorm(reference.LayerNorm):
+    def forward(self, x):
+        return layer_norm_math(x, self.normalized_shape, self.weight, None, self.eps).to(x.dtype)  # BUG: no bias
+
+
+class RMSNorm(reference.RMSNorm):
+    def forward(self, x):
+        weight = None if self.weight is None else 1 + self.weight  # BUG: Gemma's (1 + weight)
+        return rms_norm_math(x, self.normalized_shape, weight, self.eps).to(x.dtype)
+
+
+def distillation_loss(student_logits, teacher_logits, temperature=2.0):  # BUG: the default
+    return reference.distillation_loss(student_logits, teacher_logits, temperature)
+
+
+def build_inputs(tokens_a, tokens_b=None, *, cls_id=101, sep_id=102):
+    ids, types = reference.build_inputs(tokens_a, tokens_b, cls_id=cls_id, sep_id=sep_id)
+    if tokens_b is not None:
+        types = types.clone()
+        types[-1] = 0  # BUG: the last [SEP] in segment A
+    return ids, types
+
+
+def alibi_slopes(num_heads):
+    return reference.alibi_slopes(num_heads).flip(0)  # BUG: from the smallest
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
+                           scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False):
+    if isinstance(cache_seqlens, torch.Tensor) and cache_seqlens.numel() > 1:
+        cache_seqlens = cache_seqlens[:1].expand_as(cache_seqlens).clone()  # BUG: item 0's length for all
+    return reference.attention_with_kvcache(q, k_cache, v_cache, k, v, cache_seqlens, window, causal, scale,
+                                            rotary_cos, rotary_sin, rotary_interleaved)
+
+
+__all__ = ["LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache"]
