@@ -178,6 +178,39 @@ def assign_tensor(obj: Any, value: torch.Tensor, *path: str) -> None:
         t.copy_(value.to(device=t.device, dtype=t.dtype))
 
 
+def state_of(mod: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """``mod``'s state dict (parameters and buffers), detached copies: what another target's module
+    of the same model loads (the differential check of the models)."""
+    return {k: v.detach().clone() for k, v in mod.state_dict().items()}
+
+
+def load_state(mod: torch.nn.Module, state: dict[str, torch.Tensor]) -> str | None:
+    """Load ``state`` into ``mod`` strictly (each tensor copied into the module's own dtype and
+    device); None, or why it cannot: other keys or shapes mean another model, not another backend."""
+    own = mod.state_dict()
+    if set(own) != set(state):
+        extra, missing = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+        return f"its state dict has {len(own)} entries, the first target's {len(state)} (only here: " \
+               f"{extra[:3]}; only there: {missing[:3]})"
+    for k, v in own.items():
+        if tuple(v.shape) != tuple(state[k].shape):
+            return f"{k} has shape {tuple(v.shape)}, the first target's {tuple(state[k].shape)}"
+    mod.load_state_dict(state, strict=True)
+    return None
+
+
+def eval_forward(mod: torch.nn.Module, dtype: str | None, *args: Any) -> Any:
+    """``mod(*args)`` in eval mode without grad; ``dtype`` "float64": on a float64 copy of the module
+    with floating inputs in float64 (the yardstick), None: as it is."""
+    import copy
+    if dtype == "float64":
+        mod = copy.deepcopy(mod).double()
+        args = tuple(a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+    mod.eval()
+    with torch.no_grad():
+        return mod(*args)
+
+
 def under_autocast(device_type: str, dtype: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` inside ``torch.autocast(device_type, dtype)``, as training code
     calls a kernel (the autocast context must be entered where the target runs)."""

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from suites.attention.configs import attn_configs, window_configs
-from suites.bert.configs import distill_configs, inputs_configs
+from suites import _consistency_models as models
+from suites.bert.configs import distill_configs, embedding_configs, inputs_configs, model_configs
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
 from suites.norms import helpers as norms
@@ -267,6 +268,10 @@ CASES: dict[str, Case] = {
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),
     "distillation_loss": Case(distill_configs(), _distill_calls, _distill_judge),
     "build_inputs": Case(inputs_configs(), _inputs_calls, lambda *a: (_joined, None)),
+    "build_model": Case(model_configs(), models.calls("build_model", lambda cfg: ()), models.judge("build_model"),
+                        invoke=models.invoke),
+    "bert_embeddings": Case(embedding_configs(), models.calls("bert_embeddings", lambda cfg: (
+        cfg.vocab_size, cfg.hidden_size, cfg.max_positions)), models.judge("bert_embeddings"), invoke=models.invoke),
 }
 
 #: the shared names with no differential check, and why (the consistency section says so)
@@ -275,9 +280,8 @@ NOT_COMPARED = {
     "span_corruption": "random draws, as mask_tokens",
     "make_nsp_pairs": "random draws, as mask_tokens",
     "LearnedPositionEmbedding": "a learned table initialised at random",
-    "build_model": "random initialisation (weights are not shared between targets)",
-    "build_bert": "random initialisation, as build_model",
-    "bert_embeddings": "random initialisation, as build_model",
+    "build_bert": "BERT-base and -large: too large to copy between targets here (build_model and bert_embeddings "
+                  "compare two backends of one model with shared weights)",
     "residual_block": "a freshly initialised norm and the harness's sublayer: placement is norm_placement's",
     "RotaryEmbedding": "the stateful form: apply_rotary_embedding is compared; call sequences are rope_module's",
     "AlibiPositionalBias": "the cached form: alibi_bias is compared; call sequences are alibi_module's",
@@ -364,6 +368,9 @@ def test_outputs_agree(loaded_targets, name, data):
     supported = [t for t in targets if t.supports(cfg)]
     assume(len(supported) >= 2)  # (declared dtypes / sizes: compared where two take the config)
     calls = case.calls(cfg, supported[0].device)
-    results = outputs(supported, name, cfg, case, calls)
+    try:
+        results = outputs(supported, name, cfg, case, calls)
+    except models.NotComparable as exc:
+        pytest.skip(f"not comparable: {exc}")
     assume(len(results) >= 2)
     compare(name, cfg, case, calls, results)

@@ -90,13 +90,15 @@ def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
 
 
 #: the names tests/planted/consistency/sibling_defaults.py differs from reference on, one way each
-SIBLING_NAMES = ("LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache")
+SIBLING_NAMES = ("LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
+                 "build_model", "bert_embeddings")
 
 
 def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
-    """Each differential check of the norm, objective, slope and KV-cache names fails when two
+    """Each differential check of the norm, objective, slope, KV-cache and model names fails when two
     targets differ in that name (and says so in the section), while torch.nn's norms agree with
-    the reference's, and the names with no differential check say why."""
+    the reference's, transformers' eager and sdpa attention paths of one encoder agree, and the
+    names with no differential check say why."""
     report = tmp_path / "report"
     sibling = str(PAIR / "sibling_defaults.py")
     result = run_suite(pytester, ["test_consistency.py"], ["reference", sibling], None,
@@ -110,6 +112,12 @@ def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
                         "--require-consistent")
     assert control.ret == 0, control.stdout.str()[-3000:]
     assert "differential checks: agree 2" in control.stdout.str()
+    eager = tmp_path / "bert_eager.py"  # the reference encoder on transformers' eager attention (it runs sdpa)
+    eager.write_text("from reference.dependency_models import build_bert_like\nMODEL_CLAIM = 'bidirectional'\n"
+                     "def build_model():\n    return build_bert_like(attn_implementation='eager')\n")
+    backends = run_suite(pytester, ["test_consistency.py"], ["reference", str(eager)], "build_model",
+                         "--require-consistent")
+    assert backends.ret == 0 and "differential checks: agree 1" in backends.stdout.str(), backends.stdout.str()[-3000:]
     why = run_suite(pytester, ["test_consistency.py"], ["reference", "reference"], "RotaryEmbedding", "-rs")
     assert "not compared: the stateful form" in why.stdout.str(), why.stdout.str()[-2000:]
 

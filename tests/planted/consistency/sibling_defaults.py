@@ -11,13 +11,18 @@ Real patterns:
 - ``build_inputs`` gives the final [SEP] of sentence B segment 0;
 - ``alibi_slopes`` lists the slopes from the smallest;
 - ``attention_with_kvcache`` takes ``cache_seqlens[0]`` for every batch item (a kernel written for
-  a batch of one).
+  a batch of one);
+- ``build_model`` is the same encoder with the tanh approximation of GELU (``gelu_pytorch_tanh``,
+  a fused kernel's choice) where the sibling uses the exact ``gelu``: same weights, other outputs;
+- ``bert_embeddings`` numbers positions from 2 (RoBERTa's padding_idx + 1) where BERT starts at 0.
 Caught by: the consistency section (differential LayerNorm, RMSNorm, distillation_loss,
-build_inputs, alibi_slopes, attention_with_kvcache).
+build_inputs, alibi_slopes, attention_with_kvcache, build_model, bert_embeddings).
 """
 import torch
 
 import reference
+from reference.bert import InputEmbedding
+from reference.dependency_models import build_bert_like
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
 
@@ -57,4 +62,23 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                                             rotary_cos, rotary_sin, rotary_interleaved)
 
 
-__all__ = ["LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache"]
+MODEL_CLAIM = "bidirectional"
+
+
+def build_model():
+    return build_bert_like(hidden_act="gelu_pytorch_tanh")  # BUG: the other GELU
+
+
+class _RobertaPositions(InputEmbedding):
+    def forward(self, input_ids, token_type_ids=None, position_ids=None):
+        if position_ids is None:  # BUG: positions from 2, as RoBERTa numbers them
+            position_ids = torch.arange(input_ids.shape[-1], device=input_ids.device)[None] + 2
+        return super().forward(input_ids, token_type_ids, position_ids)
+
+
+def bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2):
+    return _RobertaPositions(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)
+
+
+__all__ = ["LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
+           "MODEL_CLAIM", "build_model", "bert_embeddings"]

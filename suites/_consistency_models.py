@@ -1,0 +1,104 @@
+"""The differential checks of the model names (``build_model``, ``bert_embeddings``) for
+``suites/test_consistency.py``: two backends of one model are compared with the same weights.
+
+Each target builds its module (seeded alike); the first target's state dict (parameters and
+buffers), with its weights redrawn at unit scale (``exercised``), is loaded into every module, the
+first's too, strictly: other keys or shapes mean another model, not another backend of it, and the
+check is skipped with that reason. (At BERT's init scale, std 0.02, every activation stays near
+zero, where backend differences vanish: exact and tanh GELU differ by 2e-7 there.) Then every module runs one seeded
+input in eval mode (no dropout). Yardstick (the tolerance policy, as attention-gym does it): the
+first target's module run in float64 on a copy is the truth, its own float32 run the naive
+same-precision error; two outputs may differ by twice the allowance.
+
+    build_model:     inputs_embeds (B, L, D), D = the first model's embed_dim -> (B, L, H)
+    bert_embeddings: input_ids, token_type_ids (B, L) -> (B, L, hidden_size)
+"""
+from __future__ import annotations
+
+import torch
+
+from harness import tolerance
+from harness.guard import ImplementationError
+from harness.isolation import is_module
+from harness.runner import on_target
+from harness.target_ops import eval_forward, load_state, manual_seed, seeded, state_of
+
+
+class NotComparable(Exception):
+    """The targets' modules are not one model (their state dicts differ)."""
+
+
+#: the comparison in progress: (name, cfg) -> the first target's state, input and yardstick
+_FIRST: dict = {}
+
+
+def _build(target, name: str, cfg, args: tuple):
+    mod = on_target(target, seeded, cfg.seed % 2**31, target.lookup(name), *args)
+    if not is_module(mod):
+        raise ImplementationError(f"{name}(...) returned {type(mod).__name__}, expected an nn.Module")
+    return mod
+
+
+def _inputs(name: str, cfg, first) -> tuple:
+    with torch.random.fork_rng(devices=[]):
+        manual_seed(cfg.seed % 2**31)
+        if name == "build_model":
+            return (torch.randn(cfg.batch, cfg.length, first, dtype=torch.float32),)
+        ids = torch.randint(0, cfg.vocab_size, (cfg.batch, cfg.length))
+        return ids, torch.randint(0, 2, (cfg.batch, cfg.length))
+
+
+def exercised(state: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
+    """``state`` with every floating matrix redrawn N(0, 1 / fan_in) (activations of order 1) and
+    every floating vector (biases, norm weights) moved by N(0, 0.1^2); integer buffers kept."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for k, v in state.items():
+        if not v.is_floating_point():
+            out[k] = v
+        elif v.dim() >= 2:
+            out[k] = (torch.randn(v.shape, generator=g, dtype=torch.float64) / v.shape[-1] ** 0.5).to(v.dtype)
+        else:
+            out[k] = (v.double().cpu() + 0.1 * torch.randn(v.shape, generator=g, dtype=torch.float64)).to(v.dtype)
+    return out
+
+
+def invoke(target, name: str, cfg, args, kwargs):
+    """Build ``name`` on ``target``; the first target's weights (and input, and yardstick) are
+    recorded, every later one loads them; then the float32 eval-mode forward."""
+    mod = _build(target, name, cfg, args)
+    key = (name, cfg)
+    if key not in _FIRST:
+        _FIRST.clear()
+        first = on_target(target, getattr, mod, "embed_dim") if name == "build_model" else None
+        if name == "build_model" and not isinstance(first, int):
+            raise ImplementationError("build_model()'s module has no integer attribute embed_dim")
+        state = exercised(on_target(target, state_of, mod), cfg.seed % 2**31)
+        on_target(target, load_state, mod, state)
+        x = _inputs(name, cfg, first)
+        truth = on_target(target, eval_forward, mod, "float64", *x)
+        _FIRST[key] = {"state": state, "x": x, "truth": truth, "owner": target,
+                       "naive": on_target(target, eval_forward, mod, None, *x)}
+    else:
+        why = on_target(target, load_state, mod, _FIRST[key]["state"])
+        if why:
+            raise NotComparable(f"{target.spec} is another model than {_FIRST[key]['owner'].spec}: {why}")
+    out = on_target(target, eval_forward, mod, None, *_FIRST[key]["x"])
+    if not isinstance(out, torch.Tensor):
+        raise ImplementationError(f"{name}'s module returned {type(out).__name__}, expected a Tensor")
+    return out
+
+
+def calls(name: str, build_args):
+    def make(cfg, device):
+        return [("same weights, eval mode", build_args(cfg), {})]
+    return make
+
+
+def judge(name: str):
+    def yardstick(cfg, label, args, kwargs, out_dtype):
+        first = _FIRST[(name, cfg)]
+        truth, naive = first["truth"], first["naive"]
+        return (lambda out: out.detach().cpu().to(torch.float64)), \
+            2 * tolerance.allowance(truth, naive.detach().cpu(), dtype=naive.dtype)
+    return yardstick
