@@ -33,6 +33,9 @@ def add_parser(sub) -> None:
 
 def pytest_argv(args) -> list[str]:
     argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfE",
+            # the suites raise AssertionErrors with their own messages: pytest's rewriting of every
+            # suite module (recompiled on each run where bytecode is not cached) would buy nothing
+            "--assert=plain",
             "-W", "ignore::pytest.PytestAssertRewriteWarning",  # harness is imported before pytest
             "--ignore", str(SUITES / "benchmarks")]  # timings belong to `bench`, not conformance
     for spec in options.targets(args):
