@@ -260,6 +260,10 @@ class Worker:
         return self._unpack(reply, gens, what, kinds, harness_code)
 
     def _receive(self, limit: float, start: float, what: str, limit_name: str) -> bytes | None:
+        spin_until = time.perf_counter() + wire.SPIN_S
+        while time.perf_counter() < spin_until:  # most replies come within it: no sleep and wake-up
+            if self.conn.poll(0):
+                return self.conn.recv_bytes()
         while True:
             remaining = limit - (time.monotonic() - start)
             if remaining <= 0:

@@ -96,6 +96,12 @@ def _as_parameter(t: torch.Tensor) -> torch.nn.Parameter:
 _rebuilt: list[torch.Generator] = []
 
 
+#: how long each side of the pipe waits for the other's next message before it sleeps: the
+#: harness for a reply, the worker for the next request. Most calls answer within it, and a
+#: sleeping process's wake-up costs 0.1-1 ms on a busy 2-core VM, more than most calls take.
+SPIN_S = 0.0005
+
+
 class Pickler(pickle.Pickler):
     """Tensors by layout (small) or shared memory (large); generators by state (recorded in
     ``generators``, in the order the receiver rebuilds them)."""
