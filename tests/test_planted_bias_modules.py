@@ -119,3 +119,31 @@ def test_fixed_release_passes(pytester, tmp_path):
     report = tmp_path / "report"
     run_suite(pytester, [ALIBI], [target], None, "--conformance-report", str(report)).assert_outcomes(passed=1)
     assert conformance(report)[("alibi_module.call_sequences", str(target))] == "pass"
+
+
+def test_device_change_moves_the_module(monkeypatch):
+    """With two devices (here two names of the CPU, standing in for ``--device cuda`` and the CPU)
+    the machine moves the module with ``.to(device)`` and goes on calling the same instance."""
+    import torch
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    import reference
+    from harness.loader import load_target
+    from harness.outcome import Outcome
+    from suites.positions import module_calls
+    from suites.positions import test_t5_bias_module as suite
+
+    monkeypatch.setattr(module_calls, "module_devices", lambda target: [target.device, "cpu:0"])
+    moves, to = [], torch.nn.Module.to
+    monkeypatch.setattr(reference.T5RelativePositionBias, "to",
+                        lambda self, *a, **kw: (moves.append(str(kw.get("device", a[0] if a else None))),
+                                                to(self, *a, **kw))[1])
+    target = load_target("reference", isolation="none")
+    target.outcome = Outcome()
+    try:
+        run_state_machine_as_test(module_calls.machine_for(target, suite.SPEC, suite.check_call_sequences),
+                                  settings=settings(max_examples=10))
+    finally:
+        target.close()
+    assert "cpu:0" in moves and "cpu" in moves, moves

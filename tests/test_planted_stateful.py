@@ -1,6 +1,6 @@
 """The stateful rotary module's state machine catches cache bugs that no single call shows.
 
-Every ``tests/planted/positions/stateful_*.py`` target is the correct cached module of
+Every ``tests/planted/positions/stateful_rope_*.py`` target is the correct cached module of
 ``_base.py`` (``CachedRotary``) with one cache bug; each must fail ``rope_module.call_sequences``
 under the derandomized ``ci`` profile, with a shrunk call *sequence* as the configuration and a
 repro line that replays it and fails. Controls: ``reference`` and the planted base pass, their
@@ -42,7 +42,7 @@ def shrunk_calls(out: str) -> list:
 
 
 def test_table_is_consistent():
-    files = {p.name for p in PLANTED.glob("stateful_*.py")}
+    files = {p.name for p in PLANTED.glob("stateful_rope_*.py")}
     assert files == set(BUGS), f"unlisted: {sorted(files - set(BUGS))}; missing: {sorted(set(BUGS) - files)}"
     for bug in BUGS:
         doc = (PLANTED / bug).read_text()
@@ -147,7 +147,7 @@ def test_device_change_moves_the_module(monkeypatch):
     from hypothesis.stateful import run_state_machine_as_test
     from suites.positions import test_rope_module as suite
 
-    monkeypatch.setattr(suite, "_devices", lambda target: [target.device, "cpu:0"])
+    monkeypatch.setattr(suite, "module_devices", lambda target: [target.device, "cpu:0"])
     moves, to = [], torch.nn.Module.to
     monkeypatch.setattr(reference.rope.RotaryEmbedding, "to",
                         lambda self, *a, **kw: (moves.append(str(kw.get("device", a[0] if a else None))),

@@ -30,10 +30,10 @@ from harness import guard
 from harness.configs import _SEED
 from harness.guard import ImplementationError
 from harness.isolation import is_module
-from harness.runner import PropertyFailure, impl, on_target, property_name, repro_command, run
-from harness.target_ops import assign_tensor, manual_seed
+from harness.runner import impl, on_target
+from harness.target_ops import assign_tensor
 from suites.positions.configs import MAX_KEYS, BiasCallsConfig
-from suites.positions.helpers import expect_floating, module_devices
+from suites.positions.helpers import expect_floating, guarded_step, module_devices, seed_sequence
 
 #: calls per sequence; with the profile's examples (30 in CI) every planted cache bug is found
 #: (tests/test_planted_bias_modules.py) and a failing sequence shrinks to two or three calls
@@ -162,25 +162,13 @@ def machine_for(target, spec: Spec, check: Callable):
         def start(self, cfg, seed):
             self.cfg = BiasCallsConfig(**{**cfg, "seed": seed})
             assume(target.supports(self.cfg))
-            manual_seed(seed)  # as runner.run seeds a check (the replay is seeded alike)
-            if target.worker is not None:
-                target.worker.next_seed = seed
+            seed_sequence(target, seed)
             self.version = 0
             self.session = self.guarded(lambda: Session(target, spec, self.cfg))
 
         def guarded(self, fn):
-            """``fn()``; on a failure the sequence so far is replayed on a fresh instance by the
-            repro's own path (``run``), whose failure is the one reported."""
             __tracebackhide__ = True
-            try:
-                return fn()
-            except AssertionError as exc:
-                failure = exc
-            run(target, check, self.cfg)  # raises PropertyFailure when the sequence replays
-            raise PropertyFailure(property_name(check), "property violated", target.spec,
-                                  f"{str(failure).strip()}\n  (replayed on a fresh instance the sequence passed: "
-                                  f"the result depends on more than these calls)", str(self.cfg),
-                                  repro_command(target, check, self.cfg)) from None
+            return guarded_step(target, check, self.cfg, fn)
 
         def call(self, Lq, Lk, device=None, version=None):
             __tracebackhide__ = True

@@ -36,9 +36,9 @@ from suites.positions.configs import MAX_POSITION, RopeCallsConfig
 from harness.conventions import check_convention
 from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
-from harness.runner import PropertyFailure, impl, property_name, record_label, repro_command, run
-from harness.target_ops import manual_seed
-from suites.positions.helpers import PROBE_POSITIONS, layout_of, module_devices, rope_naive, rope_truth
+from harness.runner import impl, record_label
+from suites.positions.helpers import (PROBE_POSITIONS, guarded_step, layout_of, module_devices, rope_naive,
+                                      rope_truth, seed_sequence)
 
 FAMILY = "rope_module"
 MODULE = "RotaryEmbedding"
@@ -164,24 +164,12 @@ def machine_for(target):
         def start(self, D, base, batch, heads, seed):
             self.cfg = RopeCallsConfig(D=D, base=base, batch=batch, heads=heads, seed=seed)
             assume(target.supports(self.cfg))
-            manual_seed(seed)  # as runner.run seeds a check (the replay is seeded alike)
-            if target.worker is not None:
-                target.worker.next_seed = seed
+            seed_sequence(target, seed)
             self.session = self.guarded(lambda: Session(target, self.cfg))
 
         def guarded(self, fn):
-            """``fn()``; on a failure, the sequence so far is replayed on a fresh instance by the
-            repro's own path (``run``), whose failure is the one reported."""
             __tracebackhide__ = True
-            try:
-                return fn()
-            except AssertionError as exc:
-                failure = exc
-            run(target, check, self.cfg)  # raises PropertyFailure when the sequence replays
-            raise PropertyFailure(property_name(check), "property violated", target.spec,
-                                  f"{str(failure).strip()}\n  (replayed on a fresh instance the sequence passed: "
-                                  f"the result depends on more than these calls)", str(self.cfg),
-                                  repro_command(target, check, self.cfg)) from None
+            return guarded_step(target, check, self.cfg, fn)
 
         def call(self, L, offset, dtype, device):
             __tracebackhide__ = True
