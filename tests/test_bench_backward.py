@@ -144,29 +144,36 @@ def test_a_kernel_without_a_backward_records_skipped_backward_points_with_the_re
     assert json.loads((out / "env.json").read_text())["passes"] == list(PASSES)
 
 
-SLOW_BACKWARD = '''
+COUNTED_BACKWARD = '''
+import pathlib
+
 import torch
 
-REPEAT = {repeat}
+CALLS = pathlib.Path(__file__).with_suffix(".calls")  # one line per forward ("f") / backward ("b") call
+
 
 def _math(q, k, v):
     scores = torch.matmul(q, k.transpose(-2, -1)) / q.shape[-1] ** 0.5
     return torch.matmul(torch.softmax(scores, dim=-1), v)
 
+
 class _Attention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v):
+        with CALLS.open("a") as f:
+            f.write("f\\n")
         ctx.save_for_backward(q, k, v)
         return _math(q, k, v)
 
     @staticmethod
     def backward(ctx, grad):
+        with CALLS.open("a") as f:
+            f.write("b\\n")
         q, k, v = ctx.saved_tensors
-        for _ in range(REPEAT):  # the same backward, REPEAT times: a deliberately slow one
-            with torch.enable_grad():
-                leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
-                grads = torch.autograd.grad(_math(*leaves), leaves, grad)
-        return grads
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+            return torch.autograd.grad(_math(*leaves), leaves, grad)
+
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
@@ -174,23 +181,29 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 '''
 
 
-def _backward_ratio(tmp_path, repeat: int) -> float:
-    target = tmp_path / f"backward_x{repeat}.py"
-    target.write_text(textwrap.dedent(SLOW_BACKWARD.format(repeat=repeat)))
-    out = tmp_path / f"run{repeat}"
-    assert bench(out, "--impl", str(target), "--sizes", "256", "--cases", "target.sdpa",
-                 "--passes", "fwd,bwd") == 0
-    got = by_pass(read_jsonl(out / "results.jsonl"), "target.sdpa")
-    assert got["fwd"][256]["status"] == got["bwd"][256]["status"] == "ok"
-    return got["bwd"][256]["metrics"]["time_min_s"] / got["fwd"][256]["metrics"]["time_min_s"]
+def _calls(tmp_path, passes: str) -> tuple[dict, list[str]]:
+    """Bench a target whose custom autograd.Function logs each forward and backward call, timing
+    ``passes``; (its scaling rows by pass, the calls it logged)."""
+    target = tmp_path / f"counted_{passes.replace(',', '_')}.py"
+    target.write_text(textwrap.dedent(COUNTED_BACKWARD))
+    out = tmp_path / f"run_{passes.replace(',', '_')}"
+    assert bench(out, "--impl", str(target), "--sizes", "256", "--cases", "target.sdpa", "--passes", passes) == 0
+    log = target.with_suffix(".calls")
+    return by_pass(read_jsonl(out / "results.jsonl"), "target.sdpa"), (log.read_text().split() if log.exists() else [])
 
 
-def test_a_backward_made_slower_shows_a_higher_backward_ratio(tmp_path):
-    """The same forward, a backward doing its work once or four times: the backward row must say
-    so. Relative only (each kernel's backward over its own forward, the fastest block of each, so
-    load on the machine cancels); 4x the work against a required 1.5x leaves room for noise."""
-    once, slow = _backward_ratio(tmp_path, 1), _backward_ratio(tmp_path, 4)
-    assert slow > 1.5 * once, (once, slow)
+def test_the_backward_row_times_the_targets_own_backward(tmp_path):
+    """The bwd row is the target's hand-written backward, called at least once per timed repeat
+    (its Function logs each call); a forward-only run never calls it. Counted, not timed: whether a
+    slower backward shows as a higher ratio is the benchmark's business (a timing assertion here
+    failed under saturated cores, when 4x the backward work measured no slower)."""
+    rows, calls = _calls(tmp_path, "fwd,bwd")
+    assert rows["fwd"][256]["status"] == rows["bwd"][256]["status"] == "ok"
+    m = rows["bwd"][256]["metrics"]
+    timed = m["repeats"] * m.get("calls_per_repeat", 1)
+    assert m["time_min_s"] > 0 and calls.count("b") >= timed, (m, calls.count("b"))
+    fwd_rows, fwd_calls = _calls(tmp_path, "fwd")
+    assert "bwd" not in fwd_rows and "b" not in fwd_calls and "f" in fwd_calls
 
 
 # ---------------------------------------------------------------- the gate
