@@ -79,17 +79,20 @@ def invoke(target, name: str, cfg, args, kwargs):
         truth = on_target(target, eval_forward, mod, "float64", *x)
         _FIRST[key] = {"state": state, "x": x, "truth": truth, "owner": target,
                        "naive": on_target(target, eval_forward, mod, None, *x)}
-    else:
-        why = on_target(target, load_state, mod, _FIRST[key]["state"])
-        if why:
-            raise NotComparable(f"{target.spec} is another model than {_FIRST[key]['owner'].spec}: {why}")
-    out = on_target(target, eval_forward, mod, None, *_FIRST[key]["x"])
+        return _checked(name, _FIRST[key]["naive"])  # the first target's float32 run is its output
+    why = on_target(target, load_state, mod, _FIRST[key]["state"])
+    if why:
+        raise NotComparable(f"{target.spec} is another model than {_FIRST[key]['owner'].spec}: {why}")
+    return _checked(name, on_target(target, eval_forward, mod, None, *_FIRST[key]["x"]))
+
+
+def _checked(name: str, out):
     if not isinstance(out, torch.Tensor):
         raise ImplementationError(f"{name}'s module returned {type(out).__name__}, expected a Tensor")
     return out
 
 
-def calls(name: str, build_args):
+def calls(build_args):
     def make(cfg, device):
         return [("same weights, eval mode", build_args(cfg), {})]
     return make

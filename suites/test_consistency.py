@@ -268,9 +268,9 @@ CASES: dict[str, Case] = {
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),
     "distillation_loss": Case(distill_configs(), _distill_calls, _distill_judge),
     "build_inputs": Case(inputs_configs(), _inputs_calls, lambda *a: (_joined, None)),
-    "build_model": Case(model_configs(), models.calls("build_model", lambda cfg: ()), models.judge("build_model"),
+    "build_model": Case(model_configs(), models.calls(lambda cfg: ()), models.judge("build_model"),
                         invoke=models.invoke),
-    "bert_embeddings": Case(embedding_configs(), models.calls("bert_embeddings", lambda cfg: (
+    "bert_embeddings": Case(embedding_configs(), models.calls(lambda cfg: (
         cfg.vocab_size, cfg.hidden_size, cfg.max_positions)), models.judge("bert_embeddings"), invoke=models.invoke),
 }
 
