@@ -40,7 +40,6 @@ from harness.guard import ImplementationError
 from harness.loader import BrokenTarget, Missing
 from harness.runner import impl
 from reference.alibi import alibi_distance, alibi_math, get_slopes
-from reference.distillation import distillation_kl_div, distillation_math
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
 from reference.rope import LAYOUTS
@@ -50,6 +49,8 @@ from reference.t5_bias import relative_positions
 from suites.attention.helpers import naive as attention_naive
 from suites.attention.helpers import truth as attention_truth
 from suites.positions.helpers import rope_naive, rope_truth
+from suites.bert.test_distillation import _naive as distillation_naive
+from suites.bert.test_distillation import _ref as distillation_truth
 from suites.positions.test_t5_bucket import accepted
 
 #: the plug-in reads it: these tests compare targets with each other (the consistency section),
@@ -220,10 +221,7 @@ def _distill_calls(cfg, device):
 def _distill_judge(cfg, label, args, kwargs, out_dtype):
     s, t = (a.cpu() for a in args)
     T = kwargs.get("temperature", 1.0)
-    truth = distillation_math(s, t, T)
-    naive = tolerance.worst_naive(truth, [distillation_math(s, t, T, compute_dtype=s.dtype),
-                                          distillation_kl_div(s, t, T, compute_dtype=s.dtype)])
-    return _cpu, _policy(truth, naive, s.dtype)
+    return _cpu, _policy(distillation_truth(s, t, T), distillation_naive(s, t, T), s.dtype)
 
 
 def _inputs_calls(cfg, device):
