@@ -4,9 +4,9 @@
 #
 #   ci_setup VENV [CONSTRAINTS]
 #
-# VENV is removed and created anew. With CONSTRAINTS (a pip constraints file: .ci/constraints.txt,
-# the versions CI last passed with) every install is held to those versions; without it pip takes
-# the newest versions the requirements allow (the drift check).
+# VENV is removed and created anew (with $CI_PYTHON, default python3). With CONSTRAINTS (a pip
+# constraints file: .ci/constraints.txt, the versions CI last passed with) every install is held to
+# those versions; without it pip takes the newest versions the requirements allow (the drift check).
 
 ci_setup() {
   local venv="$1" constraints="${2:-}" c=()
@@ -14,7 +14,7 @@ ci_setup() {
 
   echo "--- a fresh virtual environment at $venv (${constraints:-no constraints: the newest allowed versions})"
   rm -rf "$venv"
-  "${PYTHON:-python3}" -m venv "$venv"
+  "${CI_PYTHON:-python3}" -m venv "$venv"
   # shellcheck disable=SC1091
   source "$venv/bin/activate"
 

@@ -76,6 +76,7 @@ def test_ci_installs_into_a_fresh_venv_at_the_tested_versions():
     assert re.search(r"^ci_setup \S+$", "\n".join(_commands("drift")), re.M)
     installs = [ln for ln in _commands("setup.sh") if "pip install" in ln and "--target" not in ln]
     assert installs and all("c[@]" in ln for ln in installs), installs  # every install is constrained
+    assert "`.ci/drift`" in README and "`.ci/constraints.txt`" in README, "README documents neither"
 
 
 def test_constraints_pin_what_the_readme_and_pyproject_require():
