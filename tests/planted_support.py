@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +70,24 @@ def assert_caught(pytester, suite, bug: Path, test: str, messages=()) -> str:
     for fragment in messages:
         assert fragment in out, f"{bug.name}: expected {fragment!r} in the failure:\n{out[-3000:]}"
     return out
+
+
+def shrunk_calls(out: str) -> list:
+    """The call sequence in the configuration of a state machine failure's repro line."""
+    config = shlex.split(out.split("repro:", 1)[1].splitlines()[0])[-1]
+    return json.loads(config)["calls"]
+
+
+def assert_call_program(out: str) -> list:
+    """A state machine's failure as the harness prints it: the repro line's configuration holds
+    the shrunk call sequence, and the failure names that sequence's last call as the one that
+    went wrong (``call n of n``). Returns the calls. Hypothesis' own report is not read: its
+    wording is a third party's and changes between releases ("Falsifying example" up to 6.15x,
+    "Failing test case: <state machine>" in 6.170)."""
+    calls = shrunk_calls(out)
+    n = len(calls)
+    assert n and f"call {n} of {n}:" in out, f"the failure names no call {n} of {n}:\n{out[-3000:]}"
+    return calls
 
 
 def assert_declared_passes(pytester, report: Path, suite, planted: Path, tests, labels: dict) -> None:

@@ -8,6 +8,7 @@ skipped with the reason when absent; .ci/run installs them).
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,8 +75,32 @@ def test_xtransformers_1_0_2_passes(pytester, tmp_path):
 
 
 def test_missing_release_names_the_install_command(monkeypatch, tmp_path):
-    """Without the side-by-side folder the target does not load, and says how to install it."""
+    """Without the side-by-side folder the target does not load, and says how to install it
+    (the release's own install command first, whether einops is installed or not)."""
     from harness.adapters.xtransformers_t5_bias import bias_function
     monkeypatch.setenv("HARNESS_LIBS", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "einops", None)  # an environment without einops
     with pytest.raises(ImportError, match=r"pip install --target .*xt-1\.0\.1 --no-deps x-transformers==1\.0\.1"):
+        bias_function("1.0.1")
+
+
+def test_release_without_einops_names_its_install_command(monkeypatch, tmp_path):
+    """The release's code imports einops, which its --no-deps install leaves out (README command 1
+    installs no x-transformers, which would bring it). Without einops the release self-tests skip
+    with ``pip install einops`` (``release_target`` reads ``releases.missing``), and the target
+    does not load, saying the same; never an ImportError that names no remedy."""
+    from harness.adapters.releases import missing
+    from harness.adapters.xtransformers_t5_bias import bias_function
+    monkeypatch.setenv("HARNESS_LIBS", str(tmp_path))
+    monkeypatch.delenv("HARNESS_REQUIRE_RELEASES", raising=False)
+    release = tmp_path / "xt-1.0.1"
+    (release / "x_transformers-1.0.1.dist-info").mkdir(parents=True)
+    (release / "x_transformers").mkdir()
+    (release / "x_transformers" / "x_transformers.py").write_text("")
+    monkeypatch.setitem(sys.modules, "einops", None)
+    why = "x-transformers 1.0.1 needs einops, which is not installed (pip install einops)"
+    assert missing("xt-1.0.1", "x-transformers", "1.0.1") == why
+    with pytest.raises(pytest.skip.Exception, match=re.escape(why)):
+        _release_target("1.0.1")
+    with pytest.raises(ImportError, match=r"needs einops \(pip install einops\)"):
         bias_function("1.0.1")

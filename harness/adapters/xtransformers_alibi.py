@@ -18,16 +18,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from harness.adapters.releases import load_definitions, require
+from harness.adapters.releases import import_needed, load_definitions, require
 
 
 def alibi_module(version: str):
     """The protocol's ``AlibiPositionalBias`` backed by x-transformers ``version``'s class."""
-    try:
-        from einops import rearrange
-    except ImportError as exc:  # pragma: no cover - einops comes with x-transformers
-        raise ImportError(f"x-transformers {version}'s AlibiPositionalBias needs einops: {exc}") from exc
     path = require(f"xt-{version}", "x-transformers", version, "x_transformers/x_transformers.py")
+    rearrange = import_needed("einops", f"x-transformers {version}'s AlibiPositionalBias").rearrange
     ns = load_definitions(path, ("exists", "pad_at_dim", "AlibiPositionalBias"),
                           {"torch": torch, "nn": nn, "F": F, "math": math, "rearrange": rearrange, "Tensor": Tensor})
     release = ns["AlibiPositionalBias"]
