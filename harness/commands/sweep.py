@@ -1,0 +1,226 @@
+"""``sweep``: prove no false alarm: every correct control under random Hypothesis seeds.
+
+    python -m harness sweep --seeds 5 --thorough --out runs/sweep
+    python -m harness sweep --targets reference torch.nn --seed 3 -k "layernorm or rope" --out /tmp/sw
+
+The controls are ``harness.controls.CONTROLS`` (``--targets`` picks some). Each (profile, seed) is
+run by ``check``'s pytest command line (``check.pytest_argv``) in a pytest process of its own,
+``--group target`` (default) one process per target, ``--group seed`` one per seed with every
+target as an ``--impl`` (its consistency section is printed; not alarms: different libraries).
+The cells come from each session's ``conformance.json``; ``harness.sweep_table`` counts them and
+writes sweep.csv / sweep.md / sweep.json into ``--out``. Exit 1 on any alarm (a ``fail`` or
+``error`` cell of a control), 2 when nothing ran, else 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import controls, options, sweep_table
+from harness.commands import check
+
+#: fresh random seeds are drawn below this (Hypothesis accepts any integer)
+SEED_RANGE = 2**31
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="run every correct control under random seeds: no false alarm")
+    p.add_argument("--targets", nargs="+", default=None, metavar="SPEC",
+                   help="controls to run (default: all of harness.controls.CONTROLS)")
+    p.add_argument("--seeds", nargs="+", type=int, default=None, metavar="N",
+                   help="one number N: N fresh random seeds (printed); several: those seeds (default: 5)")
+    p.add_argument("--seed", action="append", type=int, default=[], metavar="N",
+                   help="exactly this seed (repeatable; with --seeds, added to them)")
+    p.add_argument("--thorough", action="store_true",
+                   help="also one run under harness-thorough (10x the examples), at a fresh random seed")
+    p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
+    p.add_argument("--out", default="sweep", metavar="DIR", help="sweep.csv/md/json and each session's "
+                   "report and log (default: ./sweep)")
+    p.add_argument("--group", choices=["target", "seed"], default="target",
+                   help="target (default): one pytest process per (target, seed), progress per target; "
+                        "seed: one per seed with every target, adds the consistency section")
+    p.add_argument("--jobs", type=int, default=1, help="pytest processes at once (default 1)")
+    options.add_impl_timeout(p)
+    p.set_defaults(func=main)
+
+
+@dataclass
+class Session:
+    profile: str                    # dev | thorough
+    seed: int
+    specs: list[str]
+    folder: Path
+    started: float = 0.0
+    proc: subprocess.Popen | None = None
+    log: object = None
+    results: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        who = self.specs[0] if len(self.specs) == 1 else f"{len(self.specs)} targets"
+        return f"{who} / {self.profile} seed {self.seed}"
+
+
+def seeds_of(args) -> list[tuple[int, bool]]:
+    """[(seed, fresh)]: ``--seeds N`` draws N fresh seeds, ``--seeds A B ...`` and ``--seed`` are kept."""
+    given = args.seeds if args.seeds is not None else ([] if args.seed else [5])
+    if len(given) == 1:
+        rng = random.SystemRandom()
+        drawn = [(rng.randrange(SEED_RANGE), True) for _ in range(given[0])]
+    else:
+        drawn = [(s, False) for s in given]
+    return drawn + [(s, False) for s in args.seed]
+
+
+def select(targets: list[str] | None) -> list[controls.Control]:
+    known = controls.by_spec()
+    if not targets:
+        return list(controls.CONTROLS)
+    unknown = [t for t in targets if t not in known]
+    if unknown:
+        raise SystemExit(f"sweep: not a correct control: {', '.join(unknown)} (harness/controls.py lists "
+                         f"them: {', '.join(known)})")
+    return [known[t] for t in targets]
+
+
+def pytest_command(session: Session, args) -> list[str]:
+    ns = argparse.Namespace(impl=session.specs, convention=[], report=str(session.folder / "report"),
+                            isolation="process", impl_timeout=args.impl_timeout, import_timeout=None,
+                            profile=session.profile, require_consistent=False, keyword=args.keyword,
+                            pytest_args=[f"--hypothesis-seed={session.seed}"])
+    return [sys.executable, "-m", "pytest", *check.pytest_argv(ns)]
+
+
+def start(session: Session, args) -> None:
+    session.folder.mkdir(parents=True, exist_ok=True)
+    report = session.folder / "report" / "conformance.json"
+    if report.exists():
+        report.unlink()  # a report of an earlier sweep must not stand in for this one
+    session.log = open(session.folder / "pytest.log", "w")
+    env = dict(os.environ)
+    env.setdefault("PYTHONHASHSEED", "0")  # as check
+    session.started = time.monotonic()
+    session.proc = subprocess.Popen(pytest_command(session, args), stdout=session.log,
+                                    stderr=subprocess.STDOUT, env=env)
+
+
+def finish(session: Session, rc: int) -> tuple[list[dict], list[dict], list[str]]:
+    session.log.close()
+    seconds = time.monotonic() - session.started
+    path = session.folder / "report" / "conformance.json"
+    report = json.loads(path.read_text()) if path.is_file() else None
+    why = "" if report is not None or rc == 5 else (
+        f"pytest ended (exit {rc}) without writing the conformance report: see {session.folder / 'pytest.log'}")
+    if report is None and rc == 5:  # no test selected: nothing ran, nothing failed
+        report = {"results": []}
+    rows, alarms = sweep_table.session_rows(report, session.specs, session.profile, session.seed, seconds, why)
+    return rows, alarms, sweep_table.disagreements(report)
+
+
+def plan(chosen: list[controls.Control], runs: list[tuple[str, int]], args, out: Path):
+    """(sessions to run, rows of the controls that cannot run here, alarms for missing required releases)."""
+    runnable, rows, alarms = [], [], []
+    for c in chosen:
+        install = controls.not_installed(c)
+        required = install is not None and c.release is not None and controls.require_releases()
+        for profile, seed in runs:
+            if install is None:
+                continue
+            status = f"missing (required by $HARNESS_REQUIRE_RELEASES): {install}" if required \
+                else f"not run (install: {install})"
+            rows.append(sweep_table.not_run_row(c.spec, profile, seed, status))
+            if required:
+                rows[-1]["alarms"], rows[-1]["alarm_properties"] = 1, "(release missing)"
+                alarms.append({"property": "(release missing)", "target": c.spec, "profile": profile,
+                               "seed": seed, "result": "error", "detail": status, "repro": install,
+                               "rerun": install})
+        if install is None:
+            runnable.append(c.spec)
+    sessions = []
+    for profile, seed in runs:
+        groups = [[s] for s in runnable] if args.group == "target" else ([runnable] if runnable else [])
+        for specs in groups:
+            name = f"{profile}-{seed}" + (f"/{specs[0].replace('/', '_')}" if args.group == "target" else "")
+            sessions.append(Session(profile, seed, specs, out / "sessions" / name))
+    return sessions, rows, alarms
+
+
+def clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m // 60}h{m % 60:02d}m{s:02d}s" if m >= 60 else f"{m}m{s:02d}s"
+
+
+def run_all(sessions: list[Session], args, t0: float):
+    rows, alarms, consistency = [], [], []
+    pending, running, done = list(sessions), [], 0
+    while pending or running:
+        while pending and len(running) < max(1, args.jobs):
+            s = pending.pop(0)
+            start(s, args)
+            running.append(s)
+            print(f"[{done + len(running)}/{len(sessions)}] start {s.label} (log {s.folder / 'pytest.log'})",
+                  flush=True)
+        time.sleep(0.2)
+        for s in [s for s in running if s.proc.poll() is not None]:
+            running.remove(s)
+            done += 1
+            r, a, lines = finish(s, s.proc.returncode)
+            rows += r
+            alarms += a
+            if lines:
+                consistency.append({"profile": s.profile, "seed": s.seed, "lines": lines})
+            run = sum(x["run"] for x in r)
+            print(f"[{done}/{len(sessions)}] done  {s.label}: {run} property runs, {len(a)} alarm(s) "
+                  f"in {clock(time.monotonic() - s.started)} (elapsed {clock(time.monotonic() - t0)})", flush=True)
+            for line in sweep_table.alarm_lines(a):
+                print("  " + line, flush=True)
+    return rows, alarms, consistency
+
+
+def main(args) -> int:
+    chosen = select(args.targets)
+    seeds = seeds_of(args)
+    runs = [("dev", s) for s, _ in seeds]
+    if args.thorough:
+        runs.append(("thorough", random.SystemRandom().randrange(SEED_RANGE)))
+    out = Path(args.out)
+    for seed, fresh in seeds:
+        print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""))
+    if args.thorough:
+        print(f"harness-thorough seed {runs[-1][1]} (fresh random)")
+    sessions, rows, alarms = plan(chosen, runs, args, out)
+    for r in rows:
+        if r["profile"] == runs[0][0] and r["seed"] == runs[0][1]:
+            print(f"{r['target']}: {r['status']}")
+    print(f"{len(chosen)} controls, {len(runs)} runs each: {len(sessions)} pytest session(s) "
+          f"(--group {args.group}, --jobs {args.jobs}); -k {args.keyword!r}", flush=True)
+    t0 = time.monotonic()
+    got = run_all(sessions, args, t0)
+    rows, alarms, consistency = rows + got[0], alarms + got[1], got[2]
+    meta = {"profiles": [{"profile": p, "seed": s} for p, s in runs], "keyword": args.keyword,
+            "group": args.group, "targets": [c.spec for c in chosen], "seconds": round(time.monotonic() - t0, 1)}
+    paths = sweep_table.write(out, rows, alarms, consistency, meta)
+    df = sweep_table.table(rows)
+    print("\n" + (df.to_markdown(index=False) if len(df) else "(no rows)"))
+    if consistency:
+        print("\nconsistency (not alarms: the controls are different libraries):")
+        for c in consistency:
+            for line in c["lines"]:
+                print(f"  {c['profile']} seed {c['seed']}: {line}")
+    if alarms:
+        print(f"\n{len(alarms)} alarm(s):")
+        for line in sweep_table.alarm_lines(alarms):
+            print("  " + line)
+    fig = sweep_table.figures(rows)
+    print("\n" + sweep_table.figures_line(fig) + f" (in {clock(time.monotonic() - t0)})")
+    print(f"sweep files: {', '.join(str(p) for p in paths)}")
+    if alarms:
+        return 1
+    return 0 if fig["properties_run"] else 2
