@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -149,3 +150,35 @@ def test_ci_slice_raises_no_false_alarm(tmp_path, capsys):
     data = json.loads((tmp_path / "sweep.json").read_text())
     assert data["figures"]["properties_run"] >= 20, out  # the slice checked something
     assert code == 0 and not data["alarms"], "\n".join(sweep_table.alarm_lines(data["alarms"]))
+
+
+def fake_session(monkeypatch, report: dict | None, rc: int = 0):
+    """Each session's pytest replaced by a process that writes ``report`` as its conformance.json
+    (None: writes nothing) and exits ``rc``: the scheduling and the files in milliseconds."""
+    def command(session, args):
+        folder = session.folder / "report"
+        write = "" if report is None else \
+            f"p.mkdir(parents=True, exist_ok=True); (p / 'conformance.json').write_text({json.dumps(report)!r}); "
+        return [sys.executable, "-c", f"import pathlib, sys; p = pathlib.Path({str(folder)!r}); {write}sys.exit({rc})"]
+    monkeypatch.setattr(sweep_command, "pytest_command", command)
+
+
+def test_sessions_in_parallel_and_their_files(tmp_path, monkeypatch, capsys):
+    fake_session(monkeypatch, RECORDED, rc=1)
+    code = cli(["sweep", "--targets", "torch.nn", "reference", "--seeds", "1", "2", "--jobs", "2",
+                "--group", "seed", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted((a["target"], a["seed"]) for a in data["alarms"]) == [("torch.nn", 1), ("torch.nn", 2)]
+    assert len(data["rows"]) == 4 and len(data["consistency"]) == 2
+    assert "consistency (not alarms" in out and "backends disagree on rmsnorm.eps" in out
+    assert "sweep: 2 targets x 2 dev seeds = 4 target runs, 10 property runs, 2 alarms" in out
+
+
+@pytest.mark.parametrize("rc,expected", [(3, 1), (5, 2)])
+def test_a_session_that_writes_no_report(tmp_path, monkeypatch, capsys, rc, expected):
+    """Exit 3 without a report: an alarm (nothing it ran can be trusted); exit 5 (no test selected):
+    nothing ran."""
+    fake_session(monkeypatch, None, rc=rc)
+    assert cli(["sweep", "--targets", "reference", "--seed", "1", "--out", str(tmp_path)]) == expected

@@ -129,20 +129,19 @@ def plan(chosen: list[controls.Control], runs: list[tuple[str, int]], args, out:
     runnable, rows, alarms = [], [], []
     for c in chosen:
         install = controls.not_installed(c)
-        required = install is not None and c.release is not None and controls.require_releases()
+        if install is None:
+            runnable.append(c.spec)
+            continue
+        required = c.release is not None and controls.require_releases()
+        status = f"missing (required by $HARNESS_REQUIRE_RELEASES): {install}" if required \
+            else f"not run (install: {install})"
         for profile, seed in runs:
-            if install is None:
-                continue
-            status = f"missing (required by $HARNESS_REQUIRE_RELEASES): {install}" if required \
-                else f"not run (install: {install})"
             rows.append(sweep_table.not_run_row(c.spec, profile, seed, status))
             if required:
                 rows[-1]["alarms"], rows[-1]["alarm_properties"] = 1, "(release missing)"
                 alarms.append({"property": "(release missing)", "target": c.spec, "profile": profile,
                                "seed": seed, "result": "error", "detail": status, "repro": install,
                                "rerun": install})
-        if install is None:
-            runnable.append(c.spec)
     sessions = []
     for profile, seed in runs:
         groups = [[s] for s in runnable] if args.group == "target" else ([runnable] if runnable else [])
@@ -192,13 +191,13 @@ def main(args) -> int:
         runs.append(("thorough", random.SystemRandom().randrange(SEED_RANGE)))
     out = Path(args.out)
     for seed, fresh in seeds:
-        print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""))
+        print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""), flush=True)
     if args.thorough:
-        print(f"harness-thorough seed {runs[-1][1]} (fresh random)")
+        print(f"harness-thorough seed {runs[-1][1]} (fresh random)", flush=True)
     sessions, rows, alarms = plan(chosen, runs, args, out)
     for r in rows:
         if r["profile"] == runs[0][0] and r["seed"] == runs[0][1]:
-            print(f"{r['target']}: {r['status']}")
+            print(f"{r['target']}: {r['status']}", flush=True)
     print(f"{len(chosen)} controls, {len(runs)} runs each: {len(sessions)} pytest session(s) "
           f"(--group {args.group}, --jobs {args.jobs}); -k {args.keyword!r}", flush=True)
     t0 = time.monotonic()
