@@ -131,13 +131,19 @@ def table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def markdown(rows: list[dict]) -> str:
+    """The rows as a Markdown table (a target that did not run: its seconds blank, not nan)."""
+    df = table(rows).astype(object)
+    return df.where(df.notna(), "").to_markdown(index=False)
+
+
 def write(out: Path, rows: list[dict], alarms: list[dict], consistency: list[dict], meta: dict) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     df = table(rows)
     fig = figures(rows)
     paths = [out / "sweep.csv", out / "sweep.md", out / "sweep.json"]
     df.to_csv(paths[0], index=False)
-    md = ["# False-alarm sweep", "", figures_line(fig), "", df.to_markdown(index=False), "", "## Alarms", ""]
+    md = ["# False-alarm sweep", "", figures_line(fig), "", markdown(rows), "", "## Alarms", ""]
     md += [f"- `{a['property']}` on `{a['target']}` ({a['profile']}, seed {a['seed']}): {a['detail'][:300]}"
            f"\n  - repro: `{a['repro'] or '(none recorded)'}`\n  - rerun: `{a['rerun']}`" for a in alarms] or ["none"]
     md += ["", "## Consistency (not alarms)", ""]

@@ -24,7 +24,8 @@ FOUND = [
 ]
 
 
-@pytest.mark.parametrize("check,target,config,found", FOUND, ids=[f"{c.split('::check_')[1]}-{t}" for c, t, _, _ in FOUND])
+@pytest.mark.parametrize("check,target,config,found", FOUND,
+                         ids=[f"{c.split('::check_')[1]}-{t}" for c, t, _, _ in FOUND])
 def test_false_alarm_passes(check, target, config, found, capsys):
     code = cli(["repro", check, "--impl", target, "--isolation", "none", "--config", config])
     assert code == 0, f"a correct control fails (found by `{found}`):\n{capsys.readouterr().out[-2000:]}"

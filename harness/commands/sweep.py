@@ -206,8 +206,7 @@ def main(args) -> int:
     meta = {"profiles": [{"profile": p, "seed": s} for p, s in runs], "keyword": args.keyword,
             "group": args.group, "targets": [c.spec for c in chosen], "seconds": round(time.monotonic() - t0, 1)}
     paths = sweep_table.write(out, rows, alarms, consistency, meta)
-    df = sweep_table.table(rows)
-    print("\n" + (df.to_markdown(index=False) if len(df) else "(no rows)"))
+    print("\n" + (sweep_table.markdown(rows) if rows else "(no rows)"))
     if consistency:
         print("\nconsistency (not alarms: the controls are different libraries):")
         for c in consistency:
