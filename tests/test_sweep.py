@@ -103,6 +103,7 @@ def test_seeds():
     assert sweep_command.seeds_of(ns) == [(7, False)]
     ns.seeds = [0]
     assert sweep_command.seeds_of(ns) == [(7, False)]
+    assert cli(["sweep", "--seeds", "0"]) == 2  # no seed, no --thorough: nothing to run
 
 
 def test_only_controls_are_swept(capsys):
@@ -182,3 +183,18 @@ def test_a_session_that_writes_no_report(tmp_path, monkeypatch, capsys, rc, expe
     nothing ran."""
     fake_session(monkeypatch, None, rc=rc)
     assert cli(["sweep", "--targets", "reference", "--seed", "1", "--out", str(tmp_path)]) == expected
+
+
+def test_thorough_run(tmp_path, monkeypatch, capsys):
+    """``--thorough``: one more run under harness-thorough at a fresh seed, on check's command line."""
+    real_command, seen = sweep_command.pytest_command, []
+    fake_session(monkeypatch, {"results": [c for c in RECORDED["results"] if c["target"] == "reference"]})
+    fake = sweep_command.pytest_command
+    monkeypatch.setattr(sweep_command, "pytest_command", lambda s, a: seen.append((s, a)) or fake(s, a))
+    assert cli(["sweep", "--targets", "reference", "--seeds", "0", "--thorough", "-k", "rope",
+                "--out", str(tmp_path)]) == 0
+    ((session, args),) = seen
+    argv = real_command(session, args)
+    assert session.profile == "thorough" and argv[1:3] == ["-m", "pytest"]
+    assert " ".join(argv).endswith(f"--hypothesis-profile harness-thorough -k rope --hypothesis-seed={session.seed}")
+    assert "+ 1 thorough" in capsys.readouterr().out

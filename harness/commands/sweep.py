@@ -190,6 +190,9 @@ def main(args) -> int:
     if args.thorough:
         runs.append(("thorough", random.SystemRandom().randrange(SEED_RANGE)))
     out = Path(args.out)
+    if not runs:
+        print("sweep: no seed and no --thorough: nothing to run", file=sys.stderr)
+        return 2
     for seed, fresh in seeds:
         print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""), flush=True)
     if args.thorough:
