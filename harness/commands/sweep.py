@@ -9,7 +9,7 @@ run by ``check``'s pytest command line (``check.pytest_argv``) in a pytest proce
 target as an ``--impl`` (its consistency section is printed; not alarms: different libraries).
 The cells come from each session's ``conformance.json``; ``harness.sweep_table`` counts them and
 writes sweep.csv / sweep.md / sweep.json into ``--out``. Exit 1 on any alarm (a ``fail`` or
-``error`` cell of a control), 2 when nothing ran, else 0.
+``error`` cell of a control), 2 when nothing ran, 130 when Ctrl-C stopped it first, else 0.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import random
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import controls, options, sweep_table
@@ -60,7 +60,6 @@ class Session:
     started: float = 0.0
     proc: subprocess.Popen | None = None
     log: object = None
-    results: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -115,9 +114,10 @@ def finish(session: Session, rc: int) -> tuple[list[dict], list[dict], list[str]
     session.log.close()
     seconds = time.monotonic() - session.started
     path = session.folder / "report" / "conformance.json"
-    report = json.loads(path.read_text()) if path.is_file() else None
+    report = json.loads(path.read_text()) if path.is_file() and rc in (0, 1) else None
     why = "" if report is not None or rc == 5 else (
-        f"pytest ended (exit {rc}) without writing the conformance report: see {session.folder / 'pytest.log'}")
+        f"pytest ended (exit {rc}: interrupted, an internal or usage error, or a crash) "
+        f"{'with' if path.is_file() else 'without'} a conformance report: see {session.folder / 'pytest.log'}")
     if report is None and rc == 5:  # no test selected: nothing ran, nothing failed
         report = {"results": []}
     rows, alarms = sweep_table.session_rows(report, session.specs, session.profile, session.seed, seconds, why)
@@ -157,14 +157,29 @@ def clock(seconds: float) -> str:
 
 
 def run_all(sessions: list[Session], args, t0: float):
+    """(rows, alarms, consistency lines, whether Ctrl-C stopped it) of the sessions, ``--jobs`` at once."""
     rows, alarms, consistency = [], [], []
-    pending, running, done = list(sessions), [], 0
+    pending, running = list(sessions), []
+    try:
+        _loop(sessions, pending, running, args, t0, rows, alarms, consistency)
+    except KeyboardInterrupt:  # stop the sessions this sweep started; the files keep what finished
+        for s in running:
+            s.proc.terminate()
+            s.proc.wait()
+            s.log.close()
+        print(f"\ninterrupted: {len(pending) + len(running)} session(s) not run or not finished", flush=True)
+        return rows, alarms, consistency, True
+    return rows, alarms, consistency, False
+
+
+def _loop(sessions, pending, running, args, t0, rows, alarms, consistency) -> None:
+    done = 0
     while pending or running:
         while pending and len(running) < max(1, args.jobs):
             s = pending.pop(0)
             start(s, args)
             running.append(s)
-            print(f"[{done + len(running)}/{len(sessions)}] start {s.label} (log {s.folder / 'pytest.log'})",
+            print(f"[{len(sessions) - len(pending)}/{len(sessions)}] start {s.label} (log {s.folder / 'pytest.log'})",
                   flush=True)
         time.sleep(0.2)
         for s in [s for s in running if s.proc.poll() is not None]:
@@ -180,7 +195,6 @@ def run_all(sessions: list[Session], args, t0: float):
                   f"in {clock(time.monotonic() - s.started)} (elapsed {clock(time.monotonic() - t0)})", flush=True)
             for line in sweep_table.alarm_lines(a):
                 print("  " + line, flush=True)
-    return rows, alarms, consistency
 
 
 def main(args) -> int:
@@ -205,8 +219,8 @@ def main(args) -> int:
           f"(--group {args.group}, --jobs {args.jobs}); -k {args.keyword!r}", flush=True)
     t0 = time.monotonic()
     got = run_all(sessions, args, t0)
-    rows, alarms, consistency = rows + got[0], alarms + got[1], got[2]
-    meta = {"profiles": [{"profile": p, "seed": s} for p, s in runs], "keyword": args.keyword,
+    rows, alarms, consistency, interrupted = rows + got[0], alarms + got[1], got[2], got[3]
+    meta = {"interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs], "keyword": args.keyword,
             "group": args.group, "targets": [c.spec for c in chosen], "seconds": round(time.monotonic() - t0, 1)}
     paths = sweep_table.write(out, rows, alarms, consistency, meta)
     print("\n" + (sweep_table.markdown(rows) if rows else "(no rows)"))
@@ -224,4 +238,6 @@ def main(args) -> int:
     print(f"sweep files: {', '.join(str(p) for p in paths)}")
     if alarms:
         return 1
+    if interrupted:
+        return 130
     return 0 if fig["properties_run"] else 2
