@@ -151,6 +151,15 @@ def plan(chosen: list[controls.Control], runs: list[tuple[str, int]], args, out:
     return sessions, rows, alarms
 
 
+def commit() -> str | None:
+    """The harness checkout's commit (for the figures on record), or None outside a git checkout."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=check.SUITES.parent, text=True,
+                              capture_output=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def clock(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     return f"{m // 60}h{m % 60:02d}m{s:02d}s" if m >= 60 else f"{m}m{s:02d}s"
@@ -220,8 +229,9 @@ def main(args) -> int:
     t0 = time.monotonic()
     got = run_all(sessions, args, t0)
     rows, alarms, consistency, interrupted = rows + got[0], alarms + got[1], got[2], got[3]
-    meta = {"interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs], "keyword": args.keyword,
-            "group": args.group, "targets": [c.spec for c in chosen], "seconds": round(time.monotonic() - t0, 1)}
+    meta = {"commit": commit(), "interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs],
+            "keyword": args.keyword, "group": args.group, "targets": [c.spec for c in chosen],
+            "seconds": round(time.monotonic() - t0, 1)}
     paths = sweep_table.write(out, rows, alarms, consistency, meta)
     print("\n" + (sweep_table.markdown(rows) if rows else "(no rows)"))
     if consistency:
@@ -235,7 +245,7 @@ def main(args) -> int:
             print("  " + line)
     fig = sweep_table.figures(rows)
     print("\n" + sweep_table.figures_line(fig) + f" (in {clock(time.monotonic() - t0)})")
-    print(f"sweep files: {', '.join(str(p) for p in paths)}")
+    print(f"sweep files: {', '.join(str(p) for p in paths)} (commit {meta['commit']})")
     if alarms:
         return 1
     if interrupted:
