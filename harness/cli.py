@@ -1,4 +1,4 @@
-"""``python -m harness <command>``: check, repro, bench, report, run.
+"""``python -m harness <command>``: check, repro, bench, report, run, sweep.
 
 Each command lives in ``harness/commands/<name>.py`` and provides
 ``add_parser(subparsers)`` and ``main(args) -> int`` (the exit status).
@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["check", "repro", "bench", "report", "run"]
+COMMANDS = ["check", "repro", "bench", "report", "run", "sweep"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,20 +39,24 @@ def cell(row: dict) -> tuple[int, str, str]:
 
 #: the columns of the long table that are written (``kind`` is for the counts, not a report column)
 COLUMNS = ["property", "target", "result", "detail"]
+#: what the JSON's results carry besides ``COLUMNS``, as data for tools (``harness sweep``): the
+#: cell's ``kind`` (``KINDS``) and a failure's one-line ``repro`` ("" when it has none)
+JSON_EXTRA = ["kind", "repro"]
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
     """One line per (property, target): the worst outcome, its reason and its kind."""
-    best: dict[tuple[str, str], tuple[int, str, str, str]] = {}
+    best: dict[tuple[str, str], tuple[int, str, str, str, str]] = {}
     for row in rows:
         key = (row["property"], row["target"])
         rank, text, what = cell(row)
         if key not in best or rank > best[key][0]:
-            best[key] = (rank, text, what, row.get("reason") or row.get("unsupported_detail") or "")
+            best[key] = (rank, text, what, row.get("reason") or row.get("unsupported_detail") or "",
+                         row.get("repro") or "")
     data = [{"property": p, "target": t, "result": text,
-             "detail": reason if rank >= 3 or what == "partial" else "", "kind": what}
-            for (p, t), (rank, text, what, reason) in best.items()]
-    return pd.DataFrame(data, columns=COLUMNS + ["kind"])
+             "detail": reason if rank >= 3 or what == "partial" else "", "kind": what, "repro": repro}
+            for (p, t), (rank, text, what, reason, repro) in best.items()]
+    return pd.DataFrame(data, columns=COLUMNS + JSON_EXTRA)
 
 
 def conformance_table(rows: list[dict]) -> pd.DataFrame:
@@ -132,8 +136,8 @@ def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -
     wide.to_csv(paths[0])
     header = "# Conformance\n\n" + "".join(target_line(t) for t in targets) + \
         "\n" + "".join(f"- {line}\n" for line in summary_lines(rows))
+    tail, data = "", {"results": long[COLUMNS + JSON_EXTRA].to_dict(orient="records")}
     long = long[COLUMNS]
-    tail, data = "", {"results": long.to_dict(orient="records")}
     if consistency is not None:
         from harness import consistency as cons
         section = cons.section_table(*consistency)

@@ -3,7 +3,8 @@
 The plug-in (``harness.plugin``) registers one ``ResultsSink`` per config (a pytester run inside
 a session gets its own) and calls ``conformance_summary`` from ``pytest_terminal_summary``.
 A row: ``property``, ``target``, ``when``, ``outcome``, ``label``, ``convention``, ``unsupported``,
-``unsupported_detail``, ``reason`` (``harness.conformance_table`` turns rows into the table).
+``unsupported_detail``, ``reason``, ``repro`` (a failure's one-line repro, when it has one)
+(``harness.conformance_table`` turns rows into the table).
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class ResultsSink:
                               "convention": props.get("harness_convention"),
                               "unsupported": props.get("harness_unsupported"),
                               "unsupported_detail": props.get("harness_unsupported_detail"),
-                              "reason": reason})
+                              "reason": reason, "repro": props.get("harness_failure_repro")})
 
 
 

@@ -1,0 +1,106 @@
+"""THE list of correct controls: the targets the project ships that must never fail a property.
+
+``python -m harness sweep`` runs each of them under random Hypothesis seeds; any ``fail`` or
+``error`` cell of one is a false alarm of the harness (issue 21). Every module in
+``harness/adapters/`` is named here exactly once: as a control, as a known-buggy release (with the
+bug and the property that catches it) or as a module that is not a target (with what it is), so a
+new adapter cannot be forgotten (``tests/test_sweep.py`` checks it). Targets under
+``tests/planted/`` are bugs on purpose and never controls.
+
+A control may need a library that is optional (``library``: its import name and install command)
+or an old release installed side by side (``release``: ``harness.adapters.releases``' folder,
+package and version). Without it the sweep reports the control "not run (install: ...)"; a
+missing release is an alarm instead when ``$HARNESS_REQUIRE_RELEASES`` is set (as in CI).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Control:
+    spec: str                                   # the --impl spec
+    why: str                                    # why it is correct (one line)
+    library: tuple[str, str] | None = None      # (import name, install command) of an optional library
+    release: tuple[str, str, str] | None = None  # (folder, package, version) held side by side
+
+
+def _adapter(name: str, why: str, **kw) -> Control:
+    return Control(f"harness.adapters.{name}", why, **kw)
+
+
+_RET = "pip install rotary-embedding-torch einops"
+_XT = "pip install x-transformers"
+_TT = "pip install torchtune --no-deps"
+
+CONTROLS: tuple[Control, ...] = (
+    Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
+    Control("torch.nn", "PyTorch's own LayerNorm and RMSNorm"),
+    Control("reference", "the project's float64 references: the protocol's definition"),
+    _adapter("hf_attention", "transformers' Llama eager attention, declares its finite-mask convention"),
+    _adapter("hf_bert_attention", "transformers' BERT eager attention"),
+    _adapter("hf_positions", "transformers' Llama RoPE, Bloom ALiBi, T5 bias, DistilBERT sinusoidal"),
+    _adapter("hf_llama_rmsnorm", "transformers' LlamaRMSNorm (fixed eps declared)"),
+    _adapter("hf_t5_layernorm", "transformers' T5LayerNorm (an RMS norm; fixed eps declared)"),
+    _adapter("hf_gemma_rmsnorm", "transformers' GemmaRMSNorm (1 + weight declared)"),
+    _adapter("hf_mlm", "transformers' DataCollatorForLanguageModeling masking"),
+    _adapter("hf_mistral_eager_window", "transformers 4.38.2's Mistral eager window: w keys, as the protocol",
+             release=("tf-4.38.2", "transformers", "4.38.2")),
+    _adapter("hf_mistral_fa2_window", "transformers 4.38.2's FA2 window call (emulated kernel), w + 1 keys "
+             "declared", release=("tf-4.38.2", "transformers", "4.38.2")),
+    _adapter("torchtune_positions", "torchtune's RotaryPositionalEmbeddings", library=("torchtune", _TT)),
+    _adapter("xtransformers_positions", "x-transformers 2.x: RoPE, ALiBi, T5 bias, sinusoidal, learned table",
+             library=("x_transformers", _XT)),
+    _adapter("rotary_embedding_torch", "the installed rotary-embedding-torch (after the 0.8.3 cache fix)",
+             library=("rotary_embedding_torch", _RET)),
+    _adapter("rotary_embedding_torch_0_2_7", "0.2.7 fixed 0.2.6's cache keyed on the length only",
+             release=("ret-0.2.7", "rotary-embedding-torch", "0.2.7")),
+    _adapter("rotary_embedding_torch_0_8_3", "0.8.3 fixed 0.8.2's offset call writing the table's first rows",
+             release=("ret-0.8.3", "rotary-embedding-torch", "0.8.3")),
+    _adapter("xtransformers_1_0_2_t5_bias", "1.0.2 fixed 1.0.1's start-aligned T5 bias queries",
+             release=("xt-1.0.2", "x-transformers", "1.0.2")),
+    _adapter("xtransformers_1_22_17_alibi", "1.22.17 fixed 1.22.16's ALiBi cache sliced from the start",
+             release=("xt-1.22.17", "x-transformers", "1.22.17")),
+)
+
+#: adapters of releases with a known bug (not controls): module -> the bug and the property that catches it
+KNOWN_BUGGY: dict[str, str] = {
+    "rotary_embedding_torch_0_2_6": "cache keyed on the length only (rope_module.call_sequences)",
+    "rotary_embedding_torch_0_8_2": "a call at an offset writes the table's first rows (rope_module.call_sequences)",
+    "xtransformers_1_0_1_t5_bias": "queries aligned to the start of the keys (t5_bias.end_alignment)",
+    "xtransformers_1_22_16_alibi": "its cache slices the first queries' rows (alibi_module.call_sequences)",
+}
+
+#: modules of harness/adapters/ that are not targets: module -> what they are
+NOT_TARGETS: dict[str, str] = {
+    "__init__": "the package",
+    "releases": "loads side-by-side releases for the release adapters",
+    "hf_attention_interface": "registers a target's attention in transformers (a bridge, no protocol name)",
+    "hf_norms": "shared constructor mapping of the hf_*rmsnorm / hf_t5_layernorm adapters",
+    "hf_mistral_window": "shared code of hf_mistral_eager_window and hf_mistral_fa2_window",
+    "xtransformers_alibi": "shared code of the xtransformers_1_22_*_alibi release adapters",
+    "xtransformers_t5_bias": "shared code of the xtransformers_1_0_*_t5_bias release adapters",
+}
+
+
+def by_spec() -> dict[str, Control]:
+    return {c.spec: c for c in CONTROLS}
+
+
+def require_releases() -> bool:
+    return bool(os.environ.get("HARNESS_REQUIRE_RELEASES"))
+
+
+def not_installed(control: Control) -> str | None:
+    """The install command when what ``control`` needs is absent here (checked without importing
+    it), else None."""
+    if control.library and importlib.util.find_spec(control.library[0]) is None:
+        return control.library[1]
+    if control.release:
+        from harness.adapters import releases
+        folder, package, version = control.release
+        if releases.missing(folder, package, version):
+            return releases.install_command(folder, package, version)
+    return None
