@@ -77,5 +77,5 @@ def margin(bug: str, check: str, cfg, c_terms: float | None = None) -> float:
 
 if __name__ == "__main__":
     for bug, check, make in CASES:
-        print(f"{bug:42s}", "  ".join(f"{dt}: {margin(bug, check, make(dt), 0.0):9.3g} -> {margin(bug, check, make(dt)):9.3g}"
-                                      for dt in DTYPES))
+        print(f"{bug:42s}", "  ".join(f"{dt}: {margin(bug, check, make(dt), 0.0):9.3g} -> "
+                                      f"{margin(bug, check, make(dt)):9.3g}" for dt in DTYPES))

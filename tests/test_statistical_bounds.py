@@ -34,5 +34,5 @@ def test_the_budget_is_one_in_a_million_per_run():
 @pytest.mark.parametrize("test, examples, per_event, events", STATISTICAL, ids=lambda v: getattr(v, "__name__", ""))
 def test_bound_per_run_within_the_budget(test, examples, per_event, events):
     fixed = test._hypothesis_internal_use_settings.max_examples
-    assert fixed == examples, f"{test.__name__} draws {fixed} examples per run whatever the profile, bound for {examples}"
+    assert fixed == examples, f"{test.__name__} draws {fixed} examples per run, its bound is for {examples}"
     assert fixed * events * per_event <= DELTA * (1 + 1e-12)

@@ -8,9 +8,10 @@ gradient dO (``suites._grad.target_grads``) and compares dq (..., Hq, L, E), dk 
 and dv (..., Hkv, S, Ev) with float64 autograd of ``reference.attention.attention_math``;
 allowed: ``K_GRAD`` x the error of autograd through the same math in the input dtype (the worst
 of the three scale placements) + floor + C_TERMS u x the magnitudes of the terms each gradient
-is formed from (``reference.magnitudes.attention_grad_terms``: dS = P (dP - D) cancels, e.g. to
-exactly 0 with one key, or after a value shift makes dP and D large). Structural properties hold exactly: a key no query with
-a nonzero upstream gradient sees gets dK = dV = 0 bit for bit, even when it holds +-1e4.
+is formed from (``suites._magnitudes.attention_grad_terms``: dS = P (dP - D) cancels, e.g. to
+exactly 0 with one key, or after a value shift makes dP and D large). Structural properties
+hold exactly: a key no query with a nonzero upstream gradient sees gets dK = dV = 0 bit for bit,
+even when it holds +-1e4.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from harness.regimes import covering
 from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
-from reference.magnitudes import attention_grad_terms
+from suites._magnitudes import attention_grad_terms
 from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, _cpu, features_of, visibility
 from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, poison_for_backward,
                           qkv_and_upstream, target_grads, worst_each)

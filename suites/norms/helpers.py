@@ -15,7 +15,7 @@ from harness.isolation import is_module
 from harness.runner import impl, on_target, require_features
 from harness.target_ops import assign_parameters, under_autocast
 from reference.layernorm import layer_norm_math
-from reference.magnitudes import layer_norm_terms
+from suites._magnitudes import layer_norm_terms
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -64,7 +64,7 @@ def truth(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor:
 
 
 def terms(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor | None:
-    """The running-error magnitude of math(x) (``reference.magnitudes``): LayerNorm's x - mean
+    """The running-error magnitude of math(x) (``suites._magnitudes``): LayerNorm's x - mean
     cancels (one normalized element, constant rows); RMSNorm subtracts nothing (None)."""
     return layer_norm_terms(x, **kw) if math is layer_norm_math else None
 

@@ -9,8 +9,9 @@ The target's module is built like torch.nn (``suites.norms.helpers.build``), ran
 written into it, and its forward and backward run in its worker with a random upstream gradient
 g; every gradient is compared with float64 autograd of ``reference.layernorm`` /
 ``reference.rmsnorm`` under the policy (``K_GRAD`` x autograd of the same math in the input
-dtype + floor + C_TERMS u x the running-error magnitudes of ``reference.magnitudes``: x - mean,
-gw - mean(gw) and the RMS term cancel, e.g. to exactly 0 for one normalized element). eps is always passed explicitly, so the rmsnorm_eps convention does not enter.
+dtype + floor + C_TERMS u x the running-error magnitudes of ``suites._magnitudes``: x - mean,
+gw - mean(gw) and the RMS term cancel, e.g. to exactly 0 for one normalized element). eps is
+always passed explicitly, so the rmsnorm_eps convention does not enter.
 
 The residual block (``residual_block(dim, sublayer)``) wraps the harness's linear sublayer
 f(h) = h W^T (W (dim, dim), scaled so both paths carry gradients of one size); its forward is
@@ -36,7 +37,7 @@ from harness.regimes import covering
 from harness.runner import impl, on_target, run
 from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
-from reference.magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
+from suites._magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
 from reference.rmsnorm import rms_norm_math
 from suites._grad import GRADCHECK, assert_grads, autograd_of, skip_unless_float64, target_grads, upstream
 from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype

@@ -1,4 +1,4 @@
-"""Running-error magnitudes: the reference math evaluated on absolute values, in float64.
+"""Running-error magnitudes: the reference math (``reference/``) evaluated on absolute values, in float64.
 
 ``harness.tolerance`` adds C_TERMS * u(dtype) * terms to the error it allows per element, where
 ``terms`` is the size of the quantities an element is formed from (a sum contributes
