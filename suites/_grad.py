@@ -97,15 +97,19 @@ def worst_each(truths: Sequence[torch.Tensor], candidates: Sequence[Sequence[tor
     return [tolerance.worst_naive(t, [c[i] for c in candidates]) for i, t in enumerate(truths)]
 
 
-def assert_grads(names: Sequence[str], actual, truths, naives, dtype: torch.dtype, what: str) -> None:
-    """Each gradient equals its float64 truth under the policy (``K_GRAD`` x naive + floor)."""
-    for name, a, t, n in zip(names, actual, truths, naives):
-        tolerance.assert_close(a, t, n, dtype=dtype, what=f"{name} {what}", k=tolerance.K_GRAD)
+def assert_grads(names: Sequence[str], actual, truths, naives, dtype: torch.dtype, what: str,
+                 terms: Sequence[torch.Tensor] | None = None) -> None:
+    """Each gradient equals its float64 truth under the policy (``K_GRAD`` x naive + floor +
+    C_TERMS u x its ``terms``, the running-error magnitudes, when given)."""
+    terms = terms if terms is not None else [None] * len(truths)
+    for name, a, t, n, m in zip(names, actual, truths, naives, terms):
+        tolerance.assert_close(a, t, n, dtype=dtype, what=f"{name} {what}", k=tolerance.K_GRAD, terms=m)
 
 
-def grad_allowance(truth: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype) -> float:
+def grad_allowance(truth: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype,
+                   terms: torch.Tensor | None = None) -> float:
     """What the policy allows for one gradient (for comparing two of the target's gradients)."""
-    return tolerance.allowance(truth, naive, dtype=dtype, k=tolerance.K_GRAD)
+    return tolerance.allowance(truth, naive, dtype=dtype, k=tolerance.K_GRAD, terms=terms)
 
 
 def assert_zero(grad: torch.Tensor, where: torch.Tensor, dim: int, what: str) -> None:

@@ -162,3 +162,94 @@ def test_worst_naive_is_the_candidate_with_the_largest_policy_error():
     # non-finite elements count as the policy counts them: not at all
     broken = torch.tensor([float("nan"), 2.0, 3.0])
     assert tolerance.naive_error(ref, broken) == 0.0 and tolerance.worst_naive(ref, [broken, close]) is close
+
+
+# --- the cancellation term: C_TERMS * u(dtype) * terms, elementwise -------------------------------------------
+
+
+def test_unit_roundoff_is_half_the_machine_epsilon():
+    assert tolerance.unit_roundoff(torch.float32) == 2.0 ** -24
+    assert tolerance.unit_roundoff(torch.float16) == 2.0 ** -11
+    assert tolerance.unit_roundoff(torch.bfloat16) == 2.0 ** -8
+    assert tolerance.unit_roundoff(torch.int64) == 2.0 ** -24
+
+
+def test_terms_allow_rounding_of_the_terms_where_the_result_cancels():
+    """A result that is 0 in exact math but formed from terms of size 1000 (one key's dk, a
+    one-element LayerNorm's dweight): a few ulps of the terms pass, the floor alone would not."""
+    ref = t(0.0, 5.0)
+    terms = t(1000.0, 5.0)
+    u = tolerance.unit_roundoff(torch.float32)
+    actual = ref + t(0.9 * tolerance.C_TERMS * u * 1000.0, 0.0)
+    assert not compare(actual, ref, dtype=torch.float32).ok
+    cmp = compare(actual, ref, dtype=torch.float32, terms=terms)
+    assert cmp.ok and cmp.where == (0,)
+    assert cmp.allowed == pytest.approx(FLOOR[torch.float32] * 5.0 + tolerance.C_TERMS * u * 1000.0)
+    assert cmp.terms_allowed == pytest.approx(tolerance.C_TERMS * u * 1000.0)
+
+
+def test_terms_are_elementwise_a_wrong_value_beside_small_terms_fails():
+    ref = t(0.0, 0.0)
+    terms = t(1e6, 1.0)
+    u = tolerance.unit_roundoff(torch.float32)
+    bad = t(0.0, 1e-3)  # far beyond what element 1's own terms allow, within element 0's
+    cmp = compare(bad, ref, dtype=torch.float32, terms=terms)
+    assert not cmp.ok and cmp.where == (1,) and cmp.margin > 1
+    assert cmp.allowed == pytest.approx(FLOOR[torch.float32] + tolerance.C_TERMS * u)
+    assert "the magnitude of its terms" in cmp.describe()
+
+
+def test_terms_broadcast_and_non_finite_terms_add_nothing():
+    ref = torch.zeros(2, 3, dtype=F64)
+    cmp = compare(ref + 3e-3, ref, dtype=torch.float16, terms=torch.full((3,), float("inf"), dtype=F64))
+    assert not cmp.ok and cmp.terms_allowed == 0.0  # an inf magnitude is no licence
+    assert compare(ref + 3e-3, ref, dtype=torch.float16, terms=torch.tensor([4.0], dtype=F64)).ok
+
+
+def test_terms_dtype_sets_the_roundoff_of_the_terms():
+    ref, terms = t(0.0), t(100.0)
+    actual = ref + 1e-2  # 100 u(float16) = 0.05 would allow it; float32's u does not
+    assert compare(actual, ref, dtype=torch.float16, terms=terms).ok
+    assert not compare(actual, ref, dtype=torch.float16, terms=terms, terms_dtype=torch.float32).ok
+
+
+def test_allowance_adds_the_largest_terms():
+    ref = t(0.0, 1.0)
+    u = tolerance.unit_roundoff(torch.float32)
+    assert tolerance.allowance(ref, dtype=torch.float32, terms=t(10.0, 300.0)) == pytest.approx(
+        FLOOR[torch.float32] + tolerance.C_TERMS * u * 300.0)
+
+
+def test_margin_is_error_over_allowed():
+    ref = t(0.0, 1.0)
+    assert compare(ref, ref).margin == 0.0
+    cmp = compare(ref + t(0.0, 3e-10), ref)
+    assert cmp.margin == pytest.approx(3.0)
+    assert compare(t(float("nan"), 1.0), ref).margin == float("inf")
+
+
+#: The planted gradient bugs whose property compares with this policy, replayed at one fixed
+#: configuration per dtype (tests/grad_margins.py): their margin (error / allowed; > 1 = caught)
+#: without the cancellation term (C_TERMS = 0) -> with it, as measured when the term was added:
+#:
+#:   bug                                  float32            float16          bfloat16
+#:   attn_dq_without_scale           6.7e5 -> 5.8e5       530 -> 262       30.4 -> 20.3
+#:   attn_dk_without_scale           4.9e4 -> 4.6e4      10.8 -> 9.5       1.29 -> 1.13
+#:   attn_softmax_no_rowsum          3.9e5 -> 3.3e5       163 -> 97        18.3 -> 11.4
+#:   attn_float_mask_ignored_in_bw   3.5e5 -> 3.1e5       164 -> 111       26.2 -> 16.3
+#:   attn_gqa_first_head_only        1.4e5 -> 1.0e5      53.1 -> 24.4      7.17 -> 3.15
+#:   window_dv_ignores_window        3.3e5 -> 3.2e5       164 -> 156       15.7 -> 15.1
+#:   ln_dweight_unnormalized         4.1e5 -> 3.5e5       184 -> 113       32.2 -> 17.1
+#:   ln_no_mean_term                 1.6e5 -> 9.2e4       106 -> 20.8      12.1 -> 2.56
+#:   rms_constant_rms                8.0e4 -> 7.9e4      37.7 -> 35.6         4 -> 3.81
+#:
+#: The rest of the planted gradient bugs are caught by exact checks (a masked key's dk = 0),
+#: gradcheck in float64 or the determinism convention, which the term does not enter.
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", range(9))
+def test_planted_gradient_bugs_keep_a_margin_above_one(case, dtype):
+    import grad_margins
+
+    bug, check, make = grad_margins.CASES[case]
+    m = grad_margins.margin(bug, check, make(dtype))
+    assert m > 1, f"{bug} at {dtype}: margin {m:.3g} (error / allowed) under C_TERMS = {tolerance.C_TERMS}"

@@ -7,8 +7,11 @@ Each property runs the target's forward and backward in its worker with a random
 gradient dO (``suites._grad.target_grads``) and compares dq (..., Hq, L, E), dk (..., Hkv, S, E)
 and dv (..., Hkv, S, Ev) with float64 autograd of ``reference.attention.attention_math``;
 allowed: ``K_GRAD`` x the error of autograd through the same math in the input dtype (the worst
-of the three scale placements) + floor. Structural properties hold exactly: a key no query with
-a nonzero upstream gradient sees gets dK = dV = 0 bit for bit, even when it holds +-1e4.
+of the three scale placements) + floor + C_TERMS u x the magnitudes of the terms each gradient
+is formed from (``suites._magnitudes.attention_grad_terms``: dS = P (dP - D) cancels, e.g. to
+exactly 0 with one key, or after a value shift makes dP and D large). Structural properties
+hold exactly: a key no query with a nonzero upstream gradient sees gets dK = dV = 0 bit for bit,
+even when it holds +-1e4.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from harness.regimes import covering
 from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
+from suites._magnitudes import attention_grad_terms
 from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, _cpu, features_of, visibility
 from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, poison_for_backward,
                           qkv_and_upstream, target_grads, worst_each)
@@ -46,17 +50,18 @@ def sdpa_grads(target, q, k, v, g, **kw) -> list[torch.Tensor]:
 
 def truth_and_naive(q, k, v, g, **kw):
     """(float64 autograd [dq, dk, dv], the naive yardstick: autograd in the input dtype, per
-    gradient the worst of the three places a correct kernel may put the scale)."""
+    gradient the worst of the three places a correct kernel may put the scale, and the
+    running-error magnitudes of [dq, dk, dv])."""
     kw = _cpu({"enable_gqa": q.shape[-3] != k.shape[-3], **kw})
     truth = autograd_of(lambda *t: attention_math(*t, **kw), [t.double() for t in (q, k, v)], g.double())
     cands = [autograd_of(lambda *t, at=at: attention_math(*t, compute_dtype=q.dtype, scale_at=at, **kw),
                          (q, k, v), g) for at in SCALE_PLACEMENTS]
-    return truth, worst_each(truth, cands)
+    return truth, worst_each(truth, cands), attention_grad_terms(q, k, v, g, **kw)
 
 
 def agree(grads, q, k, v, g, what: str, **kw) -> None:
-    truth, naive = truth_and_naive(q, k, v, g, **kw)
-    assert_grads(NAMES, grads, truth, naive, q.dtype, what)
+    truth, naive, terms = truth_and_naive(q, k, v, g, **kw)
+    assert_grads(NAMES, grads, truth, naive, q.dtype, what, terms)
 
 
 def check_agreement(target, cfg):
@@ -153,11 +158,12 @@ def check_gqa(target, cfg):
     dq, dk, dv = sdpa_grads(target, q, k, v, g, enable_gqa=True)
     k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
     _, dk_rep, dv_rep = sdpa_grads(target, q, k_rep, v_rep, g, enable_gqa=False)
-    truth, naive = truth_and_naive(q, k, v, g)
-    for name, d, rep, t, n in (("dk", dk, dk_rep, truth[1], naive[1]), ("dv", dv, dv_rep, truth[2], naive[2])):
+    truth, naive, terms = truth_and_naive(q, k, v, g)
+    for name, d, rep, t, n, m in (("dk", dk, dk_rep, truth[1], naive[1], terms[1]),
+                                  ("dv", dv, dv_rep, truth[2], naive[2], terms[2])):
         summed = rep.double().cpu().unflatten(-3, (cfg.hkv, cfg.group)).sum(-3)
         gap = (d.double().cpu() - summed).abs().nan_to_num(float("inf"))
-        allowed = 2 * grad_allowance(t, n, q.dtype)
+        allowed = 2 * grad_allowance(t, n, q.dtype, m)
         if float(gap.max()) > allowed:
             idx = tuple(int(i) for i in (gap == gap.max()).nonzero()[0])
             head = idx[-3]
@@ -166,7 +172,7 @@ def check_gqa(target, cfg):
                 f"sum over its query heads {head * cfg.group}..{head * cfg.group + cfg.group - 1} of the {name} "
                 f"with K/V repeat_interleave'd: the backward must sum over the query group (Hq={cfg.hq}, "
                 f"Hkv={cfg.hkv})")
-    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})")
+    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})", terms)
 
 
 @st.composite

@@ -14,6 +14,8 @@ from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
 from harness.runner import impl, on_target, require_features
 from harness.target_ops import assign_parameters, under_autocast
+from reference.layernorm import layer_norm_math
+from suites._magnitudes import layer_norm_terms
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -61,6 +63,18 @@ def truth(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor:
     return math(x.cpu(), compute_dtype=torch.float64, **kw)
 
 
+def terms(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor | None:
+    """The running-error magnitude of math(x) (``suites._magnitudes``): LayerNorm's x - mean
+    cancels (one normalized element, constant rows); RMSNorm subtracts nothing (None)."""
+    return layer_norm_terms(x, **kw) if math is layer_norm_math else None
+
+
+def terms_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The precision a norm's cancelling step (x - mean) is formed in: float32 for half inputs
+    (the suites require float32 statistics: the planted ``ln_fp16_compute``)."""
+    return naive_dtype(dtype, wide=True)
+
+
 def naive(math: Callable, x: torch.Tensor, wide: bool = False, **kw) -> torch.Tensor:
     return math(x.cpu(), compute_dtype=naive_dtype(x.dtype, wide), **kw).to(x.dtype)
 
@@ -68,17 +82,20 @@ def naive(math: Callable, x: torch.Tensor, wide: bool = False, **kw) -> torch.Te
 def agree(out, x, math: Callable, what: str = "output", wide: bool = False, **kw) -> tolerance.Comparison:
     """``out`` equals math(x, **kw) under the tolerance policy."""
     return tolerance.assert_close(out, truth(math, x, **kw), naive(math, x, wide, **kw),
-                                  dtype=x.dtype, what=what)
+                                  dtype=x.dtype, what=what, terms=terms(math, x, **kw),
+                                  terms_dtype=terms_dtype(x.dtype))
 
 
 def matches(out, x, math: Callable, wide: bool = False, **kw) -> bool:
-    return tolerance.compare(out, truth(math, x, **kw), naive(math, x, wide, **kw), dtype=x.dtype).ok
+    return tolerance.compare(out, truth(math, x, **kw), naive(math, x, wide, **kw), dtype=x.dtype,
+                             terms=terms(math, x, **kw), terms_dtype=terms_dtype(x.dtype)).ok
 
 
 def allowance(x, math: Callable, **kw) -> float:
     """The error the tolerance policy allows for math(x, **kw)."""
     nai = naive(math, x, **kw)
-    return tolerance.allowance(truth(math, x, **kw), nai, dtype=x.dtype)
+    return tolerance.allowance(truth(math, x, **kw), nai, dtype=x.dtype, terms=terms(math, x, **kw),
+                               terms_dtype=terms_dtype(x.dtype))
 
 
 def worst(a: torch.Tensor, b: torch.Tensor) -> tuple[float, tuple[int, ...]]:
@@ -174,7 +191,8 @@ def autocast_agree(target, name: str, mod: nn.Module, x: torch.Tensor, half: str
         dtype = torch.float32
     out = expect_tensor(out, name, tuple(x.shape), dtype, x.device)
     nai = math(x.cpu(), compute_dtype=torch.float32, **kw).to(dtype)
-    cmp = tolerance.compare(out, truth(math, x, **kw), nai, dtype=dtype)
+    cmp = tolerance.compare(out, truth(math, x, **kw), nai, dtype=dtype, terms=terms(math, x, **kw),
+                            terms_dtype=torch.float32)
     if not cmp.ok:
         raise AssertionError(
             f"{name} of float32 x under torch.autocast({device_type!r}, {half}) returned {dtype} that differs "

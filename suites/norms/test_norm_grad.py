@@ -9,7 +9,9 @@ The target's module is built like torch.nn (``suites.norms.helpers.build``), ran
 written into it, and its forward and backward run in its worker with a random upstream gradient
 g; every gradient is compared with float64 autograd of ``reference.layernorm`` /
 ``reference.rmsnorm`` under the policy (``K_GRAD`` x autograd of the same math in the input
-dtype + floor). eps is always passed explicitly, so the rmsnorm_eps convention does not enter.
+dtype + floor + C_TERMS u x the running-error magnitudes of ``suites._magnitudes``: x - mean,
+gw - mean(gw) and the RMS term cancel, e.g. to exactly 0 for one normalized element). eps is
+always passed explicitly, so the rmsnorm_eps convention does not enter.
 
 The residual block (``residual_block(dim, sublayer)``) wraps the harness's linear sublayer
 f(h) = h W^T (W (dim, dim), scaled so both paths carry gradients of one size); its forward is
@@ -35,6 +37,7 @@ from harness.regimes import covering
 from harness.runner import impl, on_target, run
 from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
+from suites._magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
 from reference.rmsnorm import rms_norm_math
 from suites._grad import GRADCHECK, assert_grads, autograd_of, skip_unless_float64, target_grads, upstream
 from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
@@ -87,21 +90,23 @@ def _ln(target, cfg):
                                    x, g, list(params.values()))
     expanded = ln_dx_expanded(x, g, params.get("weight"), cfg.eps, len(cfg.normalized_shape))
     naive[0] = tolerance.worst_naive(truth[0], [naive[0], expanded])
-    return grads, truth, naive, x
+    terms = layer_norm_grad_terms(x, g, cfg.normalized_shape, params.get("weight"), params.get("bias"), cfg.eps)
+    return grads, truth, naive, x, terms
 
 
 def check_layernorm(target, cfg):
     """LayerNorm's dx, dweight and dbias equal float64 autograd of the reference math."""
-    grads, truth, naive, x = _ln(target, cfg)
+    grads, truth, naive, x, terms = _ln(target, cfg)
     assert_grads(("dx", "dweight", "dbias"), grads, truth, naive, x.dtype,
-                 f"of LayerNorm({cfg.normalized_shape}, eps={cfg.eps})")
+                 f"of LayerNorm({cfg.normalized_shape}, eps={cfg.eps})", terms)
 
 
 def check_shift_invariance(target, cfg):
     """LN(x + c) = LN(x) for a constant c, so each token's dx sums to 0 over normalized_shape
     (the backward's mean(gw) term): |sum dx| within K_GRAD x the naive backward's |sum dx| plus
-    the floor relative to the summed magnitudes sum |dx| (the sum cancels terms that large)."""
-    (dx, *_), (tdx, *_), (ndx, *_), x = _ln(target, cfg)
+    the floor relative to the summed magnitudes sum |dx| (the sum cancels terms that large) plus
+    C_TERMS u x the sum of dx's running-error magnitudes."""
+    (dx, *_), (tdx, *_), (ndx, *_), x, (mdx, *_) = _ln(target, cfg)
     nd = len(cfg.normalized_shape)
 
     def total(d):
@@ -109,7 +114,8 @@ def check_shift_invariance(target, cfg):
     got, truth = total(dx), total(tdx)
     magnitude = float(total(tdx.abs()).max())
     allowed = (tolerance.K_GRAD * tolerance.naive_error(truth, total(ndx))
-               + tolerance.floor_for(x.dtype) * max(1.0, magnitude))
+               + tolerance.floor_for(x.dtype) * max(1.0, magnitude)
+               + float(tolerance.terms_allowance(total(mdx), truth.shape, x.dtype).max()))
     worst = float((got - truth).abs().nan_to_num(float("inf")).max())
     if worst > allowed:
         t = tuple(int(i) for i in torch.nonzero((got - truth).abs().nan_to_num(float("inf")) == worst)[0])
@@ -127,7 +133,9 @@ def check_rmsnorm(target, cfg):
     grads = module_grads(target, mod, cfg, x, g, ("weight",) if cfg.affine else ())
     truth, naive = truth_and_naive(lambda x, w=None, **kw: rms_norm_math(x, cfg.normalized_shape, w, cfg.eps, **kw),
                                    x, g, [] if gamma is None else [gamma])
-    assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})")
+    terms = rms_norm_grad_terms(x, g, cfg.normalized_shape, gamma, cfg.eps)
+    assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})",
+                 terms)
 
 
 #: the residual block's input std: eps (<= 1e-5) / var < 1e-8, below the float32 floor

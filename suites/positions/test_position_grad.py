@@ -7,7 +7,8 @@ gradient (max_positions, dim).
 The target's forward and backward run in its worker with a random upstream gradient g; the
 gradients are compared with float64 autograd of ``reference.rope.rope_math`` (in the pairing
 the forward uses, measured by the basis-vector probe) and with the float64 sum of upstream rows,
-under the policy with ``K_GRAD``; rows of the table no position uses get exactly zero.
+under the policy with ``K_GRAD`` (the table's gradient, a sum of upstream rows that may cancel,
+also with C_TERMS u x sum |rows|); rows of the table no position uses get exactly zero.
 """
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def check_embedding_sum(target, cfg):
     rows, idx = g.reshape(-1, cfg.dim).cpu(), flat.cpu()
     truth = torch.zeros(table.shape, dtype=torch.float64).index_add_(0, idx, rows.double())
     naive = torch.zeros(table.shape, dtype=table.dtype).index_add_(0, idx, rows)
+    terms = torch.zeros(table.shape, dtype=torch.float64).index_add_(0, idx, rows.double().abs())  # sum |rows|
     used = torch.zeros(cfg.max_positions, dtype=torch.bool)
     used[idx] = True
     assert_zero(got, ~used, 0, "the gradient of table rows no position looks up")
@@ -87,7 +89,7 @@ def check_embedding_sum(target, cfg):
     assert_grads(("the table's gradient",), [got], [truth], [naive], table.dtype,
                  f"(must be the sum of the upstream rows of each position; position {p} is used "
                  f"{int(counts[p])} times: expected row {truth[p, :3].tolist()}..., got "
-                 f"{got[p, :3].double().tolist()}...)")
+                 f"{got[p, :3].double().tolist()}...)", [terms])
 
 
 @st.composite
