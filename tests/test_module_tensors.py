@@ -91,7 +91,8 @@ def test_learned_table_is_weight_else_the_one_parameter_of_its_shape():
     mod = _Wrapped()
     path = module_tensors.locate(mod, "LearnedPositionEmbedding", "table", (7, 3))
     assert path == "pe.emb.weight" and path in dict(mod.named_parameters())
-    written, dtype = module_tensors.write(mod, "LearnedPositionEmbedding", "table", torch.ones(7, 3, dtype=torch.float64))
+    ones = torch.ones(7, 3, dtype=torch.float64)
+    written, dtype = module_tensors.write(mod, "LearnedPositionEmbedding", "table", ones)
     assert written == path and dtype == torch.float32 and torch.equal(mod.pe.emb.weight, torch.ones(7, 3))
     mod.other = nn.Parameter(torch.zeros(7, 3))
     with pytest.raises(AssertionError, match=r"2 parameters of that shape \(other, pe.emb.weight\)"):
