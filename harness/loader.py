@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness import declarations, protocol
+from harness import declarations, protocol, provided
 from harness.guard import DEFAULT_TIMEOUT, CallLimit
 from harness.options import DEFAULT_TARGET  # noqa: F401  (the target without --impl; the plug-in reads it here)
 from harness.outcome import Outcome
@@ -40,6 +40,9 @@ class TargetInfo:
     unsupported: frozenset = frozenset()
     #: why it does not load (import error, broken declaration, hang, crash); None when it does
     load_error: str | None = None
+    #: protocol names it imports from a third-party library and does not provide (``harness.provided``):
+    #: name -> the library's top-level package
+    ignored: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -156,6 +159,10 @@ def lookup_attribute(spec: str, module: ModuleType, name: str) -> Any:
         raise BrokenTarget(f"{spec}.{name}: looking it up raised {type(exc).__name__}: {exc}") from None
     if obj is _ABSENT:
         raise Missing(f"target {spec!r} has no attribute {name!r}")
+    source = provided.imported_from(module, name, obj) if name in protocol.NAMES else None
+    if source is not None:
+        raise Missing(f"target {spec!r} does not provide {name!r}, it imports it; "
+                      f"ignored: {provided.ignored_line(name, source)}")
     problem = protocol.signature_problem(name, obj)
     if problem:
         raise BrokenTarget(f"{spec}.{name}: {problem}")
@@ -171,9 +178,14 @@ def describe_module(spec: str, module: ModuleType) -> TargetInfo:
     names = []
     for n in protocol.NAMES:
         try:
-            if getattr(module, n, _ABSENT) is not _ABSENT:
-                names.append(n)
+            obj = getattr(module, n, _ABSENT)
         except Exception:  # noqa: BLE001 - listed, and its lookup says what is wrong
+            names.append(n)
+            continue
+        source = None if obj is _ABSENT else provided.imported_from(module, n, obj)
+        if source is not None:
+            info.ignored[n] = source
+        elif obj is not _ABSENT:
             names.append(n)
     info.available = tuple(names)
     try:

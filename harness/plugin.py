@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import guard, runner
+from harness import guard, provided, runner
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
@@ -175,6 +175,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             version = f" (version {t.version})" if t.version else ""
             lines.append(f"target {t.spec}: {t.file}{version}, in {where}; "
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
+            for name, source in t.info.ignored.items():
+                lines.append(f"  ignored: {provided.ignored_line(name, source)}")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")
             if t.sizes:

@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 import torch
 
+from harness import module_tensors
+
 
 def _with_leaves(args: tuple, wrt: tuple[int, ...]) -> tuple[list, list[torch.Tensor]]:
     """``args`` as a list with ``args[i]`` (``i`` in ``wrt``) replaced by fresh leaves that require
@@ -39,10 +41,12 @@ def vjp(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out=
 def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad_out: torch.Tensor,
              module: Any = None, params: tuple[str, ...] = (), seed: int | None = None):
     """The target's forward and backward: ``fn(*args, **kwargs)`` with ``args[i]`` (``i`` in
-    ``wrt``) as fresh leaves, and ``module``'s tensors ``params`` (e.g. "weight", "bias") made to
-    require grad (a reshaped view of a parameter, as an adapter's ``.weight``: the parameter), then
-    one backward with the upstream gradient ``grad_out`` (output-shaped). ``seed``: both run after ``manual_seed(seed)`` (one RNG stream: a dropout backward that draws
-    a fresh mask draws past the forward's), and torch's RNG is left as it was.
+    ``wrt``) as fresh leaves, and ``module``'s tensors ``params`` (dotted paths from
+    ``module_tensors``: "weight", "bias", "table.weight") made to require grad (a reshaped view of
+    a parameter, as an adapter's ``.weight``: the parameter), then one backward with the upstream
+    gradient ``grad_out`` (output-shaped). ``seed``: both run after ``manual_seed(seed)`` (one RNG
+    stream: a dropout backward that draws a fresh mask draws past the forward's), and torch's RNG
+    is left as it was.
 
     Returns ``(output detached, [grad of each wrt arg], {param: grad}, why)``; a gradient the
     backward did not reach is None. ``why`` is None, or why the target has no backward: its
@@ -53,7 +57,7 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
     args, leaves = _with_leaves(args, wrt)
     tensors, shapes = [], []
     for name in params:
-        p = getattr(module, name, None)
+        p = module_tensors.get(module, name)
         if not isinstance(p, torch.Tensor):
             raise AssertionError(f"the module has no tensor .{name} to differentiate (got {type(p).__name__})")
         shapes.append(p.shape)
@@ -111,18 +115,14 @@ def backward_missing(exc: BaseException) -> str | None:
 
 
 def assign_parameters(mod: torch.nn.Module, name: str, shape: Any, params: dict[str, torch.Tensor]) -> None:
-    """Write float64 ``params`` into ``mod``'s tensors of the same names, in place (as a model's
-    checkpoint loading does), in the parameter's own dtype and device."""
-    for attr, value in params.items():
-        p = getattr(mod, attr, None)
-        if not isinstance(p, torch.Tensor):
-            raise AssertionError(f"{name}({shape!r}, elementwise_affine=True) has no .{attr} parameter "
-                                 f"(got {type(p).__name__}); the protocol sets it as on torch.nn.{name}")
-        if tuple(p.shape) != tuple(value.shape):
-            raise AssertionError(f"{name}({shape!r}).{attr} has shape {tuple(p.shape)}, expected "
-                                 f"{tuple(value.shape)} (the normalized_shape)")
-        with torch.no_grad():
-            p.copy_(value.to(device=p.device, dtype=p.dtype))
+    """Write float64 ``params`` (role -> value: "weight", "bias") into protocol class ``name``'s
+    tensors of those roles (``module_tensors``), in place (as a model's checkpoint loading does),
+    in the tensor's own dtype and device."""
+    for role, value in params.items():
+        try:
+            module_tensors.write(mod, name, role, value)
+        except AssertionError as exc:
+            raise AssertionError(f"{name}({shape!r}, elementwise_affine=True): {exc}") from None
 
 
 def manual_seed(seed: int) -> None:
@@ -159,23 +159,6 @@ def attribute_tensor(obj: Any, *path: str) -> torch.Tensor | None:
     for attr in path:
         obj = getattr(obj, attr, None)
     return obj.detach() if isinstance(obj, torch.Tensor) else None
-
-
-def assign_tensor(obj: Any, value: torch.Tensor, *path: str) -> None:
-    """Write ``value`` into the tensor ``obj.a.b...`` in place, in that tensor's dtype and device (as
-    an optimizer step or a checkpoint load changes a learned table); AssertionError when there is no
-    tensor of ``value``'s shape there."""
-    t = obj
-    for attr in path:
-        t = getattr(t, attr, None)
-    where = ".".join(path)
-    if not isinstance(t, torch.Tensor):
-        raise AssertionError(f"the module has no tensor .{where} (got {type(t).__name__}); the protocol "
-                             f"reads the learned table there")
-    if tuple(t.shape) != tuple(value.shape):
-        raise AssertionError(f"the module's .{where} has shape {tuple(t.shape)}, expected {tuple(value.shape)}")
-    with torch.no_grad():
-        t.copy_(value.to(device=t.device, dtype=t.dtype))
 
 
 def state_of(mod: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -252,10 +235,10 @@ def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps
 
 def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, ...], eps: float, atol: float,
                      rtol: float) -> str | None:
-    """``gradcheck`` of ``mod(x)`` with respect to x and ``mod``'s tensors ``params`` (e.g. "weight",
-    "bias"; float64), each swapped in with ``torch.func.functional_call``: inputs 0, 1, ... are
-    x, then ``params`` in order."""
-    tensors = [getattr(mod, name) for name in params]
+    """``gradcheck`` of ``mod(x)`` with respect to x and ``mod``'s tensors ``params`` (dotted paths
+    from ``module_tensors``, e.g. "weight", "bias"; float64), each swapped in with
+    ``torch.func.functional_call``: inputs 0, 1, ... are x, then ``params`` in order."""
+    tensors = [module_tensors.get(mod, name) for name in params]
 
     def fn(x, *ps):
         return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))

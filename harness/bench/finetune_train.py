@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from harness import module_tensors
 from harness.bench.memory import peak_memory
 from harness.bench.points import check_finite
 from harness.bench.timer import synchronize
@@ -89,16 +90,17 @@ def attention_name(sdpa) -> str:
 
 
 def swap_layernorms(model: torch.nn.Module, layernorm_cls, eps: float) -> int:
-    """Replace every ``nn.LayerNorm`` by ``layernorm_cls(shape, eps=eps)`` with its weights."""
+    """Replace every ``nn.LayerNorm`` by ``layernorm_cls(shape, eps=eps)`` with its weights, written
+    where the conformance suites write them (``module_tensors``: ``.weight``/``.bias``)."""
     targets = [(name, mod) for name, mod in model.named_modules() if isinstance(mod, torch.nn.LayerNorm)]
     for name, old in targets:
         new = layernorm_cls(old.normalized_shape, eps=eps, elementwise_affine=True)
         new = new.to(device=old.weight.device)
-        if getattr(new, "weight", None) is None or getattr(new, "bias", None) is None:
-            raise TypeError(f"{layernorm_cls!r} has no weight/bias to copy the pretrained values into")
-        with torch.no_grad():
-            new.weight.copy_(old.weight.view_as(new.weight))
-            new.bias.copy_(old.bias.view_as(new.bias))
+        try:
+            for role in ("weight", "bias"):
+                module_tensors.write(new, "LayerNorm", role, getattr(old, role).detach())
+        except AssertionError as exc:
+            raise TypeError(f"{layernorm_cls!r}: no place to copy the pretrained values into: {exc}") from None
         parent_name, _, attr = name.rpartition(".")
         setattr(model.get_submodule(parent_name) if parent_name else model, attr, new)
     return len(targets)

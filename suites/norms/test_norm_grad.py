@@ -29,7 +29,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import guard, regimes, tolerance
+from harness import guard, module_tensors, regimes, tolerance
 from suites.norms.configs import NormConfig, norm_configs
 from harness.guard import ImplementationError
 from harness.isolation import is_module
@@ -47,8 +47,15 @@ FAMILY = "norm_grad"
 pytestmark = pytest.mark.uses("backward")
 
 
-def module_grads(target, mod, cfg, x, g, params: tuple[str, ...]):
-    """[dx, d(each of params)] of the target's module."""
+def tensor_paths(name: str, roles) -> tuple[str, ...]:
+    """Where the target's norm ``name`` keeps its tensors ``roles`` ("weight", "bias"): the paths
+    ``module_tensors`` writes them through (the same reading as ``build``'s)."""
+    return tuple(module_tensors.RULES[(name, role)] for role in roles)
+
+
+def module_grads(target, mod, name: str, cfg, x, g, roles: tuple[str, ...]):
+    """[dx, d(each of roles)] of the target's module ``name``."""
+    params = tensor_paths(name, roles)
     _, (dx,), pg = target_grads(target, mod, (x,), {}, (0,), g, module=mod, params=params)
     return [dx] + [torch.zeros(cfg.normalized_shape) if pg[p] is None else pg[p] for p in params]
 
@@ -84,7 +91,7 @@ def _ln(target, cfg):
     w, b = cfg.params()
     params = {"weight": w, "bias": b} if cfg.affine else {}
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **params)
-    grads = module_grads(target, mod, cfg, x, g, tuple(params))
+    grads = module_grads(target, mod, LN, cfg, x, g, tuple(params))
     truth, naive = truth_and_naive(lambda x, w=None, b=None, **kw: layer_norm_math(x, cfg.normalized_shape, w, b,
                                                                                     cfg.eps, **kw),
                                    x, g, list(params.values()))
@@ -130,7 +137,7 @@ def check_rmsnorm(target, cfg):
     x = cfg.x(target.device)
     g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
     mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
-    grads = module_grads(target, mod, cfg, x, g, ("weight",) if cfg.affine else ())
+    grads = module_grads(target, mod, RMS, cfg, x, g, ("weight",) if cfg.affine else ())
     truth, naive = truth_and_naive(lambda x, w=None, **kw: rms_norm_math(x, cfg.normalized_shape, w, cfg.eps, **kw),
                                    x, g, [] if gamma is None else [gamma])
     terms = rms_norm_grad_terms(x, g, cfg.normalized_shape, gamma, cfg.eps)
@@ -218,8 +225,8 @@ def check_gradcheck(target, cfg):
         mod, gamma = _rms(target, cfg, cfg.eps, w)
         params = {"weight": gamma} if cfg.affine else {}
     g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
-    module_grads(target, mod, cfg, x, g, tuple(params))  # a target without a backward is unsupported
-    why = on_target(target, module_gradcheck, mod, x, tuple(params), **GRADCHECK)
+    module_grads(target, mod, name, cfg, x, g, tuple(params))  # a target without a backward is unsupported
+    why = on_target(target, module_gradcheck, mod, x, tensor_paths(name, params), **GRADCHECK)
     if why is not None:
         inputs = ", ".join(f"{i} = {n}" for i, n in enumerate(("x", *params)))
         raise AssertionError(f"gradcheck of {name}({cfg.ctor_shape}, eps={cfg.eps}) (inputs {inputs}; "

@@ -26,23 +26,17 @@ from hypothesis import assume, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from harness import guard
+from harness import guard, module_tensors
 from harness.configs import _SEED
 from harness.guard import ImplementationError
 from harness.isolation import is_module
 from harness.runner import impl, on_target
-from harness.target_ops import assign_tensor
 from suites.positions.configs import MAX_KEYS, BiasCallsConfig
 from suites.positions.helpers import expect_floating, guarded_step, module_devices, seed_sequence
 
 #: calls per sequence; with the profile's examples (30 in CI) every planted cache bug is found
 #: (tests/test_planted_bias_modules.py) and a failing sequence shrinks to two or three calls
 STEPS = 12
-
-#: where the learned table lives (``T5RelativePositionBias``): Hugging Face T5Attention's and
-#: x-transformers' attribute name
-TABLE = ("relative_attention_bias", "weight")
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -94,7 +88,8 @@ class Session:
         return moved if is_module(moved) else mod
 
     def write_table(self, mod, version: int) -> None:
-        on_target(self.target, assign_tensor, mod, self.cfg.table(version), *TABLE)
+        # the learned table (T5RelativePositionBias): where module_tensors reads it
+        on_target(self.target, module_tensors.write, mod, self.spec.name, "table", self.cfg.table(version))
 
     def forward(self, mod, Lq: int, Lk: int, device: str) -> tuple[torch.Tensor, torch.dtype]:
         out = guard.call(self.target.limit, mod, f"{self.spec.name}.forward", Lq, Lk)

@@ -1,6 +1,7 @@
 """Learned absolute position embedding conformance.
 
-    LearnedPositionEmbedding(max_positions, dim): a table (max_positions, dim), its ``weight``
+    LearnedPositionEmbedding(max_positions, dim): a table (max_positions, dim): its ``.weight``, or
+        else its one parameter of that shape (``harness.module_tensors``, as every property reads it)
     forward(positions) = weight[positions]   (..., dim)
 
 The seed's caveat: a learned table only knows the positions it was trained on, so
@@ -14,7 +15,7 @@ import torch
 from hypothesis import given
 from torch import nn
 
-from harness import guard, tolerance
+from harness import guard, module_tensors, tolerance
 from suites.positions.configs import learned_configs
 from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
@@ -25,24 +26,14 @@ LPE = "LearnedPositionEmbedding"
 pytestmark = pytest.mark.needs(LPE)
 
 
-def write_table(mod: nn.Module, shape: tuple[int, int], table: torch.Tensor) -> torch.dtype:
-    """(Runs next to the target's module: ``on_target``.) Write ``table`` into the module's
-    table, ``.weight`` or else its one parameter of shape (max_positions, dim), in place;
-    returns the table's dtype."""
-    w = getattr(mod, "weight", None)
-    if not (isinstance(w, torch.Tensor) and tuple(w.shape) == shape):
-        found = [p for p in mod.parameters() if tuple(p.shape) == shape]
-        if len(found) != 1:
-            raise AssertionError(f"{LPE}{shape} has no .weight of shape {shape} and {len(found)} parameters "
-                                 f"of that shape; the protocol reads the table from .weight")
-        w = found[0]
-    with torch.no_grad():
-        w.copy_(table.to(device=w.device, dtype=w.dtype))
-    return w.dtype
+def table_path(target, mod, cfg) -> str:
+    """The dotted path of the module's (max_positions, dim) table (``module_tensors``)."""
+    return on_target(target, module_tensors.locate, mod, LPE, "table", (cfg.max_positions, cfg.dim))
 
 
 def build(target, cfg) -> tuple[nn.Module, torch.Tensor]:
-    """The target's module with a random table written into its weight; returns (module, table)."""
+    """The target's module with a random table written into it (``module_tensors``: its .weight, or
+    its one parameter of that shape); returns (module, table in the table's dtype)."""
     mod = impl(target, LPE)(cfg.max_positions, cfg.dim)
     if not is_module(mod):
         raise ImplementationError(f"{LPE}({cfg.max_positions}, {cfg.dim}) returned {type(mod).__name__}, "
@@ -50,7 +41,7 @@ def build(target, cfg) -> tuple[nn.Module, torch.Tensor]:
     moved = guard.call(target.limit, mod.to, f"{LPE}.to", device=target.device)
     mod = moved if is_module(moved) else mod
     table = cfg.table()
-    dtype = on_target(target, write_table, mod, (cfg.max_positions, cfg.dim), table)
+    _, dtype = on_target(target, module_tensors.write, mod, LPE, "table", table)
     return mod, table.to(dtype)
 
 

@@ -26,7 +26,7 @@ from reference.rope import pair_indices, rope_math
 from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, skip_unless_float64, target_grads,
                           upstream)
 from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
-from suites.positions.test_learned_positions import LPE, build
+from suites.positions.test_learned_positions import LPE, build, table_path
 
 FAMILY = "position_grad"
 pytestmark = pytest.mark.uses("backward")
@@ -75,8 +75,9 @@ def check_embedding_sum(target, cfg):
     if flat.numel() > 1:
         flat[0] = flat[-1]  # at least one position used twice
     g = upstream((*pos.shape, cfg.dim), table.dtype, cfg.generator(salt=9), target.device)
-    _, _, grads = target_grads(target, mod, (pos,), {}, (), g, module=mod, params=("weight",))
-    got = grads["weight"] if grads["weight"] is not None else torch.zeros(table.shape)
+    path = table_path(target, mod, cfg)  # the table every learned-positions property reads
+    _, _, grads = target_grads(target, mod, (pos,), {}, (), g, module=mod, params=(path,))
+    got = grads[path] if grads[path] is not None else torch.zeros(table.shape)
     rows, idx = g.reshape(-1, cfg.dim).cpu(), flat.cpu()
     truth = torch.zeros(table.shape, dtype=torch.float64).index_add_(0, idx, rows.double())
     naive = torch.zeros(table.shape, dtype=table.dtype).index_add_(0, idx, rows)
