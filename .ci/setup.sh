@@ -31,6 +31,8 @@ ci_setup() {
   # side-by-side releases below import)
   python -m pip install -q ${c[@]+"${c[@]}"} "x-transformers==2.31.10"
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "torchtune==0.6.1"
+  # the current rotary-embedding-torch, a correct control of the false-alarm sweep (harness.controls)
+  python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "rotary-embedding-torch==0.9.1"
 
   # old releases side by side (--target: the installed versions stay; harness/adapters/releases.py
   # loads them; no constraints: they are exact pins that differ from the installed versions), held to
