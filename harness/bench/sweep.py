@@ -100,7 +100,6 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
             out[slot.n] = slot.error
         else:
             t = summarize(slot.samples, slot.number, "cpu_blocked_interleaved")
-            t.samples = None
             out[slot.n] = t
         slot.call = None  # free the inputs
         on_done(slot, out[slot.n])
