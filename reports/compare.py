@@ -274,6 +274,16 @@ def exit_code(table: pd.DataFrame, strict: bool = False) -> int:
     return 1 if strict and len(undecided(table)) else 0
 
 
+def detectable_summary(table: pd.DataFrame) -> str | None:
+    """One line on the slowdowns the gated time points can detect (their ``allowed``), or None."""
+    t = table[(table["metric"] == "time_s") & table["gated"].astype(bool) & table["allowed"].notna()]
+    if t.empty:
+        return None
+    q = t["allowed"].quantile([0.0, 0.5, 1.0]).tolist()
+    return (f"the {len(t)} gated time point(s) detect a slowdown of +{q[1] * 100:.0f}% (median; "
+            f"+{q[0] * 100:.0f}% to +{q[2] * 100:.0f}%), each in its row's 'allowed' column")
+
+
 def counts(table: pd.DataFrame) -> dict[str, int]:
     """Rows per verdict; every "undecided (spread X %)" counts as "undecided (spread)"."""
     return {str(k): int(v) for k, v in table["verdict"].map(verdict_kind).value_counts().items()}

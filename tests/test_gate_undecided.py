@@ -73,6 +73,7 @@ def test_issue_27_zero_then_663552_bytes_is_undecided_not_a_regression(tmp_path,
     assert f"< {LEGACY_RESOLUTION_BYTES} B" in at512["note"]
     assert "regression" not in set(table["verdict"])
     assert f"2 {UNDECIDED_RESOLUTION}" in out and "UNDECIDED (2 row(s) in scope" in out and "no regression" in out
+    assert "gated time point(s) detect a slowdown of +25% (median" in out
     assert set(table[table["metric"] == "time_s"]["verdict"]) == {"ok"}  # the times were compared
 
 

@@ -144,6 +144,8 @@ def _main(args) -> int:
               f"{result.matched} point(s) in scope compared" +
               (f"; {counts[compare.UNGATED]} worse row(s) outside the gate (--cases all "
                f"gates them)" if counts.get(compare.UNGATED) else ""))
+        if line := compare.detectable_summary(comparison):
+            print(f"gate: {line}")
         undecided = result.undecided()
         if len(undecided):
             print(f"UNDECIDED ({len(undecided)} row(s) in scope{', failing the gate (--strict)' if args.strict else '; --strict fails on them'}):")
