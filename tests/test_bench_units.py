@@ -280,3 +280,20 @@ def test_cpu_peak_memory_resolves_small_points_and_says_when_it_cannot():
     if r < 1300 * 2**10:  # the counters' batches (CPU count) leave this point above R
         assert small["peak_mem_bytes"] is not None and small["peak_mem_bytes"] >= 1200 * 2**10, small
     assert tiny["peak_mem_bytes"] is None and tiny["peak_mem_min_bytes"] < r, tiny
+
+
+def test_cpu_peak_memory_takes_two_calls_even_when_the_budget_is_spent():
+    """A busy machine spends the memory budget in one call; the first call of a process carries
+    one-time allocations (the first KV-cache decode: 9-10 MiB against 1.1-2.6), so a second call is
+    always taken and the median_low is the smaller. The clock is fake."""
+    if not memory.cpu_hwm_supported():
+        pytest.skip("needs /proc/self/clear_refs (Linux)")
+    now = [0.0]
+
+    def call():
+        now[0] += 10.0  # "takes" 10 s: past any budget after one call
+        return float(torch.ones(1024).sum())
+    _, stats = memory.peak_memory_repeated(call, "cpu", repeats=5, budget_s=3.0, clock=lambda: now[0])
+    assert stats["peak_mem_repeats"] == 2
+    _, one = memory.peak_memory_repeated(call, "cpu", repeats=1, budget_s=3.0, clock=lambda: now[0])
+    assert one.get("peak_mem_repeats", 1) == 1
