@@ -101,10 +101,12 @@ def _undecided_memory(metric: str, bm: dict, cm: dict, r: float | None, device) 
         why.append("the baseline is 0 B: not a measurement of a computation that allocates")
     if not why:
         return None
+    coarser = " (the coarser of the two rows' probe resolutions)" if r is not None and any(
+        "below" in w for w in why) else ""
     return {"metric": metric, "direction": DIRECTION[metric], "baseline": math.nan if b is None else b,
             "current": math.nan if c is None else c, "ratio": math.nan, "allowed": math.nan,
             "verdict": UNDECIDED_RESOLUTION,
-            "note": "; ".join(why) + ": not compared (--strict fails on it)"}
+            "note": "; ".join(why) + coarser + ": not compared (--strict fails on it)"}
 
 
 def rank_p(base_samples, cur_samples, d: float) -> tuple[float, float] | None:
