@@ -78,11 +78,11 @@ COMPARED = ("ok", "improvement", "regression", "fixed", "mismatch")
 UNGATED = "regression (not gated)"
 
 
-def _points(df: pd.DataFrame) -> dict[tuple[str, str], dict]:
+def _points(df: pd.DataFrame, stored: dict | None = None) -> dict[tuple[str, str], dict]:
     """(run_id, key) -> {suite, case, role, impl, machine, status, reason, metrics{}, device, pass,
-    samples{}} (``samples``: the point's stored repeats, ``df.attrs["samples"]`` of ``reports.load.tidy``)."""
+    samples{}} (``samples``: the point's stored repeats, from ``stored``: ``reports.load.point_samples``)."""
     out: dict[tuple[str, str], dict] = {}
-    stored = df.attrs.get("samples", {})
+    stored = stored or {}
     passes = df["pass"].tolist() if "pass" in df.columns else [None] * len(df)
     for row, pass_ in zip(df.itertuples(index=False), passes):
         k = (row.run_id, row.key)
@@ -173,14 +173,16 @@ def _in_scope(point: dict, scope: str) -> bool:
 
 
 def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", allow_missing: bool = False,
-         requested: Callable[[str, str, str], bool] | None = None, strict: bool = False) -> Gate:
+         requested: Callable[[str, str, str], bool] | None = None, strict: bool = False,
+         current_samples: dict | None = None, baseline_samples: dict | None = None) -> Gate:
     """Compare and judge. ``requested(suite, case, pass_)``: whether the runs asked for that suite,
     case and pass (``reports.load.requested``; None: everything was asked for). ``strict``: an
-    undecided row in scope fails the gate too."""
+    undecided row in scope fails the gate too. ``*_samples``: the points' stored repeats
+    (``reports.load.point_samples``; None: the IQR rule alone)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
-    base_points = {key: p for (_, key), p in _points(baseline).items()}
-    cur_points = _points(current)
+    base_points = {key: p for (_, key), p in _points(baseline, baseline_samples).items()}
+    cur_points = _points(current, current_samples)
     rows, compared = [], set()
     groups: dict[tuple[str, str, str], list] = {}
     for (run_id, key), cur in cur_points.items():

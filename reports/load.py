@@ -14,7 +14,7 @@ A point without any numeric metric (an error, an oom) still has one row, with ``
 wins (a resumed run appends). Parameter names that collide with a fixed column get a ``param_``
 prefix. Non-numeric metrics are dropped; a two-number list ``m: [lo, hi]`` becomes ``m_lo``/``m_hi``,
 a dict ``m: {a: ..}`` becomes ``m.a``; telemetry becomes ``telemetry.<name>``. A point's stored
-repeats (``time_samples_s``) are not columns: ``df.attrs["samples"][(run_id, key)]`` holds them. A row of a suite
+repeats (``time_samples_s``) are not columns: ``point_samples(runs)`` returns them. A row of a suite
 with passes (``harness.runfolder.PASS_SUITES``: scaling) written before passes existed has no
 ``pass`` parameter: its ``pass`` column says "fwd", what it measured.
 """
@@ -32,7 +32,7 @@ from harness.runfolder import (BAD_STATUSES, DEFAULT_PASS, ENV, PASS_SUITES, RES
                                iter_jsonl, make_key, pass_of, row_problem)
 from harness.runfolder import RunFolderError as InputError
 
-#: metrics that hold a point's repeats (lists): kept in ``tidy(...).attrs["samples"]``
+#: metrics that hold a point's repeats (lists): not table columns, ``point_samples(runs)``
 SAMPLE_METRICS = ("time_samples_s",)
 FIXED = ["run_id", "machine", "key", "suite", "case", "role", "impl", "device"]
 TRAILING = ["status", "reason", "metric", "value"]
@@ -238,8 +238,14 @@ def latest_points(run: Run) -> list[dict]:
     return list(by_key.values())
 
 
+def point_samples(runs: list[Run]) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """(run_id, key) -> the point's stored repeats (``samples``), for the gate's rank test."""
+    return {(run.run_id, row["key"]): found for run in runs for row in latest_points(run)
+            if (found := samples(row.get("metrics")))}
+
+
 def tidy(runs: list[Run]) -> pd.DataFrame:
-    records, param_names, stored = [], {}, {}
+    records, param_names = [], {}
     for run in runs:
         for row in latest_points(run):
             params = {}
@@ -257,8 +263,6 @@ def tidy(runs: list[Run]) -> pd.DataFrame:
                     "impl": row.get("impl") or "",
                     "device": row.get("device") or "", **params,
                     "status": row["status"], "reason": row.get("reason")}
-            if found := samples(row.get("metrics")):
-                stored[(run.run_id, row["key"])] = found
             metrics = flatten_metrics(row.get("metrics"), row.get("telemetry"))
             if not metrics:
                 records.append({**base, "metric": None, "value": math.nan})
@@ -271,7 +275,6 @@ def tidy(runs: list[Run]) -> pd.DataFrame:
     for name in FIXED + ["status", "reason", "metric"]:
         df[name] = df[name].astype("string")
     df["value"] = df["value"].astype("float64")
-    df.attrs["samples"] = stored
     return df
 
 

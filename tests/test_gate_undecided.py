@@ -13,7 +13,7 @@ import pytest
 from harness.cli import main as cli
 from harness.gate_rule import GATE_SLOWDOWN, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION
 from reports import compare
-from reports.load import load_runs, tidy
+from reports.load import load_runs, point_samples, tidy
 from tests.run_folders import _row, write
 
 CPU_REFERENCE = Path(__file__).resolve().parents[1] / "reports" / "baselines" / "cpu-reference"
@@ -142,8 +142,9 @@ def _points(name: str, factor: dict | None = None, iqr: float = 0.05, samples: b
 
 
 def _gate(tmp_path, base_rows, run_rows, **kw):
-    base, run = _folder(tmp_path, "BASE", base_rows), _folder(tmp_path, "RUN", run_rows)
-    return compare.gate(tidy(load_runs([run])), tidy(load_runs([base])), **kw)
+    base, run = load_runs([_folder(tmp_path, "BASE", base_rows)]), load_runs([_folder(tmp_path, "RUN", run_rows)])
+    return compare.gate(tidy(run), tidy(base), current_samples=point_samples(run),
+                        baseline_samples=point_samples(base), **kw)
 
 
 def _verdicts(result) -> dict[tuple[int, str], str]:
@@ -219,3 +220,15 @@ def test_a_row_records_the_slowdown_it_can_detect(iqr, expected):
     row = make_row("r", "scaling", "target.sdpa", "reference", "cpu", {"n": 512},
                    metrics={"time_s": 1.0, "time_iqr_s": iqr})
     assert row["metrics"]["time_detectable_slowdown"] == pytest.approx(expected)
+
+
+def test_the_report_command_reads_the_stored_repeats(tmp_path):
+    """End to end (every table format, Parquet too): the CLI's gate runs the rank test on the
+    repeats the rows store, and names the slowed points."""
+    slow = {(1024, "bwd"): 1.5}
+    base, run = _folder(tmp_path, "BASE", _points("BASE")), _folder(tmp_path, "RUN", _points("RUN", slow))
+    out = tmp_path / "rep"
+    assert cli(["report", str(run), "--baseline", str(base), "--out", str(out), "--no-plots"]) == 1
+    regs = pd.read_csv(out / "regressions.csv")
+    assert list(regs["metric"]) == ["time_s"] and '"n":1024' in regs["key"][0] and "rank test p" in regs["note"][0]
+    assert (out / "results.parquet").is_file()

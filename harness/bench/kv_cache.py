@@ -47,9 +47,8 @@ import torch
 
 from harness.bench import Check, Context
 from harness.bench.memory import peak_memory_repeated
-from harness.bench.timer import MAX_STORED_SAMPLES
 from harness.bench.points import Point, Skip, check_finite
-from harness.bench.timer import synchronize
+from harness.bench.timer import MAX_STORED_SAMPLES, synchronize
 from harness.bench.models import registry
 
 SUITE = "kv_cache"

@@ -76,7 +76,7 @@ def main(args) -> int:
 def _main(args) -> int:
     from harness.runfolder import locked_by
     from reports import compare, tables
-    from reports.load import InputError, load_runs, requested, tidy
+    from reports.load import InputError, load_runs, point_samples, requested, tidy
 
     try:
         formats = tables.parse_formats(args.formats)
@@ -114,7 +114,9 @@ def _main(args) -> int:
         baseline_name = str(resolve_baseline(args.baseline))
         scope = args.cases or "target"
         result = compare.gate(df, base_df, scope=scope, allow_missing=args.allow_missing,
-                              requested=requested(runs), strict=args.strict)
+                              requested=requested(runs), strict=args.strict,
+                              current_samples=point_samples(runs),
+                              baseline_samples=point_samples(baseline_runs))
         comparison = result.table
         regs = result.regressions()
         written += tables.write_frame(comparison, out, "comparison", formats, "Baseline comparison")
@@ -148,7 +150,8 @@ def _main(args) -> int:
             print(f"gate: {line}")
         undecided = result.undecided()
         if len(undecided):
-            print(f"UNDECIDED ({len(undecided)} row(s) in scope{', failing the gate (--strict)' if args.strict else '; --strict fails on them'}):")
+            how = ", failing the gate (--strict)" if args.strict else "; --strict fails on them"
+            print(f"UNDECIDED ({len(undecided)} row(s) in scope{how}):")
             cols = (["run_id"] if len(runs) > 1 else []) + ["key", "metric", "verdict", "note"]
             print(tables.to_markdown(undecided[cols]))
         if code == 2:
