@@ -1,7 +1,8 @@
 """THE shared command-line options of the harness's commands, and their defaults.
 
 ``check``, ``repro``, ``bench``, ``run`` and the fine-tune scripts add ``--impl``, ``--isolation``,
-``--impl-timeout``, ``--import-timeout`` and ``--device`` through these functions, so an option is
+``--impl-timeout``, ``--import-timeout`` and ``--device`` (``report`` and ``run`` the gate's
+``--strict``) through these functions, so an option is
 spelled, typed and defaulted once. The pytest plug-in (``harness.plugin``) reads ``DEFAULT_TARGET``
 through ``harness.loader``. A leaf module: the CLI builds its parser without importing torch.
 """
@@ -68,3 +69,15 @@ def add_resume_overwrite(p, resume_help: str, overwrite_help: str) -> None:
     again = p.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true", help=resume_help)
     again.add_argument("--overwrite", action="store_true", help=overwrite_help)
+
+
+#: ``--strict`` of the baseline gate (``report`` and ``run``)
+STRICT_GATE_HELP = ("the baseline gate also fails (exit 1) on a point it could not decide: "
+                    "\"undecided (spread X %%)\" (too noisy to detect the gate's stated slowdown) or "
+                    "\"undecided (below resolution)\" (CPU peak memory under the probe's resolution, "
+                    "a baseline of 0 bytes); without it they are counted and shown, not failed")
+
+
+def add_strict_gate(p, help: str = STRICT_GATE_HELP) -> None:
+    """``--strict``: the baseline gate fails on undecided points too (``reports.compare.gate``)."""
+    p.add_argument("--strict", action="store_true", help=help)

@@ -9,6 +9,8 @@ draws comes from here, so one number has one value wherever it is shown.
 - ``fit_loglog(ns, ys, points=...)``: y = c * n^p by OLS of log y on log n. The caller states which
   sizes the fit uses (``"upper_half"`` or ``"all"``); there is no default, because a default is how
   two callers came to fit different points of the same sweep.
+- ``mann_whitney_greater(xs, ys)``: the baseline gate's one-sided rank test over two points'
+  repeats (``harness.gate_rule``), with the smallest p the sample sizes allow.
 """
 from __future__ import annotations
 
@@ -84,3 +86,15 @@ def _positive(v) -> bool:
         return v is not None and math.isfinite(float(v)) and float(v) > 0
     except (TypeError, ValueError):
         return False
+
+
+def mann_whitney_greater(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
+    """One-sided Mann-Whitney U test that ``xs`` tend to be larger than ``ys`` (scipy's, exact for
+    small samples without ties): (p, the smallest p these sample sizes can give, 1 / C(n+m, n)).
+    None when either sample is empty."""
+    if not xs or not ys:
+        return None
+    from scipy.stats import mannwhitneyu  # only when a gate compares stored repeats
+
+    p = float(mannwhitneyu(xs, ys, alternative="greater").pvalue)
+    return p, 1.0 / math.comb(len(xs) + len(ys), len(xs))

@@ -12,7 +12,17 @@ Thresholds (one row per compared metric):
   memory ``(peak_mem_max_bytes - peak_mem_min_bytes) / peak_mem_bytes`` over the point's repeated
   measurements (which freed blocks a call reuses moves a CPU RSS peak by tens of percent from call
   to call). Lower-is-better regresses when ``ratio > 1 + tol``, higher-is-better when
-  ``ratio < 1 / (1 + tol)``.
+  ``ratio < 1 / (1 + tol)``. Time-derived metrics follow the spread rule of ``harness.gate_rule``
+  (per point, from the repeats of both runs; ``reports.decide``): ``tol`` is the slowdown the point
+  can detect (the ``allowed`` column; the note says "detects >= +X%"); a point whose ``tol`` is over
+  the gate's stated slowdown (``GATE_SLOWDOWN``: 50 % CPU, 25 % GPU) is "undecided (spread X %)"
+  unless it moved beyond ``tol``, and a move beyond ``tol`` that the rank test over both runs'
+  stored repeats (``time_samples_s``) does not confirm at ``ALPHA`` is undecided too.
+- Undecided: CPU peak memory below the probe's resolution in either run (recorded as null with
+  ``peak_mem_resolution_bytes``, or a value under it; rows without a resolution: 1 MiB), and a
+  baseline of 0 bytes for a memory metric, are "undecided (below resolution)", never compared.
+  Undecided rows are counted in the summary and fail the gate only with ``strict`` (``--strict``);
+  their values were compared, so a run whose points are all undecided (a busy machine) exits 0, not 2.
 - Machine drift: per (run, suite, device kind, pass) with at least ``DRIFT_MIN_POINTS`` timed pairs the
   drift ``d`` is the median of the ``time_s`` ratios; time-derived metrics are judged net of it,
   and the drift itself is one row per suite (metric ``time_s:suite_median``), worse when
@@ -42,8 +52,9 @@ The gate (``gate``):
 - Missing: a baseline point in scope that no compared run has (or that is ``skipped`` now) is a
   regression, unless ``allow_missing``. Points of suites or cases the runs did not ask for (their
   env.json's ``suites``/``cases``) are "not requested", not missing.
-- Exit status (``Gate.code``): 1 on any regression in scope; 2 when nothing in scope was compared
-  (no point of the run's targets in the baseline, or none with a value to compare); else 0.
+- Exit status (``Gate.code``): 1 on any regression in scope (with ``strict``, also on any undecided
+  row in scope); 2 when nothing in scope was compared (no point of the run's targets in the
+  baseline, or none with a value to compare); else 0.
 """
 from __future__ import annotations
 
@@ -53,23 +64,12 @@ from typing import Callable
 
 import pandas as pd
 
+from harness.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
 from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
+from reports.decide import (CI_NAMES, DIRECTION, EXACT, FLOOR, K_SPREAD, MEM_SLACK_CPU, TIME_DERIVED,  # noqa: F401
+                            ci_halfwidth, metric_rows, relative_spread, tolerance)
 
-DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",
-             "tflops": "higher", "tokens_per_s": "higher", "accuracy": "higher"}
-FLOOR = {"peak_mem_bytes": 0.05,
-         "cache_bytes": 0.0, "accuracy": 0.02}
-K_SPREAD = 2.0
-TIME_DERIVED = ("time_s", "tflops", "tokens_per_s")
-#: time-derived floors by device kind: between two runs on a shared CPU machine a kernel's median
-#: moves by up to ~20 % net of the suite's drift (measured here, 2-core VM), far beyond its
-#: within-run IQR; CUDA events on a dedicated GPU repeat to a few percent
-TIME_FLOOR = {"cpu": 0.25, "cuda": 0.10}
 DRIFT_MIN_POINTS = 4
-MEM_SLACK_CPU = 8 * 2 ** 20
-EXACT = {"receptive_field": "formula", "cache_bytes": "cache_formula_bytes"}
-CI_NAMES = [("accuracy_ci95_lo", "accuracy_ci95_hi"), ("ci95_lo", "ci95_hi"),
-            ("ci95_low", "ci95_high"), ("accuracy_ci95_low", "accuracy_ci95_high")]
 SCOPES = ("target", "all")
 COLUMNS = ["run_id", "machine", "key", "suite", "case", "role", "metric", "direction", "baseline",
            "current", "ratio", "allowed", "verdict", "gated", "note"]
@@ -78,55 +78,22 @@ COMPARED = ("ok", "improvement", "regression", "fixed", "mismatch")
 UNGATED = "regression (not gated)"
 
 
-def _points(df: pd.DataFrame) -> dict[tuple[str, str], dict]:
-    """(run_id, key) -> {suite, case, role, impl, machine, status, reason, metrics{}, device, pass}."""
+def _points(df: pd.DataFrame, stored: dict | None = None) -> dict[tuple[str, str], dict]:
+    """(run_id, key) -> {suite, case, role, impl, machine, status, reason, metrics{}, device, pass,
+    samples{}} (``samples``: the point's stored repeats, from ``stored``: ``reports.load.point_samples``)."""
     out: dict[tuple[str, str], dict] = {}
+    stored = stored or {}
     passes = df["pass"].tolist() if "pass" in df.columns else [None] * len(df)
     for row, pass_ in zip(df.itertuples(index=False), passes):
         k = (row.run_id, row.key)
         p = out.setdefault(k, {"suite": row.suite, "case": row.case, "role": row.role, "impl": row.impl,
                                "machine": row.machine, "status": row.status, "reason": row.reason,
                                "metrics": {}, "device": device_kind(row.device),
+                               "samples": stored.get(k, {}),
                                "pass": DEFAULT_PASS if pass_ is None or pd.isna(pass_) else str(pass_)})
         if not pd.isna(row.metric) and not pd.isna(row.value):
             p["metrics"][row.metric] = float(row.value)
     return out
-
-
-def ci_halfwidth(metrics: dict) -> float | None:
-    for lo, hi in CI_NAMES:
-        if lo in metrics and hi in metrics:
-            return (metrics[hi] - metrics[lo]) / 2
-    return None
-
-
-def relative_spread(metric: str, m: dict) -> float:
-    if metric in TIME_DERIVED and m.get("time_iqr_s") is not None and m.get("time_s"):
-        return abs(m["time_iqr_s"] / m["time_s"])
-    if metric == "accuracy" and m.get("accuracy"):
-        half = ci_halfwidth(m)
-        return abs(half / m["accuracy"]) if half is not None else 0.0
-    if metric == "peak_mem_bytes" and m.get("peak_mem_bytes") and \
-            m.get("peak_mem_max_bytes") is not None and m.get("peak_mem_min_bytes") is not None:
-        return abs(m["peak_mem_max_bytes"] - m["peak_mem_min_bytes"]) / m["peak_mem_bytes"]
-    return 0.0
-
-
-def device_kind(device) -> str:
-    return "cuda" if str(device).startswith("cuda") else "cpu"
-
-
-def tolerance(metric: str, baseline_metrics: dict, device: str = "cpu",
-              current_metrics: dict | None = None) -> float:
-    floor = TIME_FLOOR[device_kind(device)] if metric in TIME_DERIVED else FLOOR.get(metric, 0.10)
-    spread = relative_spread(metric, baseline_metrics)
-    if current_metrics is not None:  # the noisier of the two measurements decides
-        spread = max(spread, relative_spread(metric, current_metrics))
-    tol = max(floor, K_SPREAD * spread)
-    base = baseline_metrics.get(metric)
-    if metric == "peak_mem_bytes" and device_kind(device) == "cpu" and base:
-        tol = max(tol, MEM_SLACK_CPU / base)
-    return tol
 
 
 def drift(pairs: list[tuple[dict, dict]]) -> float | None:
@@ -138,60 +105,6 @@ def drift(pairs: list[tuple[dict, dict]]) -> float | None:
         return None
     mid = len(ratios) // 2
     return ratios[mid] if len(ratios) % 2 else math.sqrt(ratios[mid - 1] * ratios[mid])
-
-
-def _matches(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-
-def _no_value(metric: str, b: float) -> dict:
-    return {"metric": metric, "direction": DIRECTION.get(metric, "exact"), "baseline": b,
-            "current": math.nan, "ratio": math.nan, "allowed": math.nan, "verdict": "regression",
-            "note": f"no value now (NaN, null or absent); the baseline has {b:.6g}"}
-
-
-def _metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
-    rows = []
-    bm, cm = base["metrics"], cur["metrics"]
-    for metric, direction in DIRECTION.items():
-        if metric not in bm:
-            continue
-        if metric not in cm:
-            rows.append(_no_value(metric, bm[metric]))
-            continue
-        b, c = bm[metric], cm[metric]
-        tol = tolerance(metric, bm, cur.get("device", "cpu"), cm)
-        ratio = c / b if b else (1.0 if c == b else math.inf)
-        # time-derived metrics are judged net of the suite's drift (time_s: / d; rates: * d)
-        net = ratio if metric not in TIME_DERIVED else ratio / d if direction == "lower" else ratio * d
-        worse = net > 1 + tol if direction == "lower" else net < 1 / (1 + tol)
-        better = net < 1 / (1 + tol) if direction == "lower" else net > 1 + tol
-        if b == 0 and c == 0:
-            worse = better = False
-        elif b == 0:
-            worse, better = (c > 0, False) if direction == "lower" else (False, c > 0)
-        note = f"{'+' if ratio >= 1 else ''}{(ratio - 1) * 100:.1f}% (allowed {tol * 100:.0f}%)" \
-            if math.isfinite(ratio) else ""
-        if note and net != ratio:
-            note += f"; {'+' if net >= 1 else ''}{(net - 1) * 100:.1f}% net of the suite's drift x{d:.3f}"
-        rows.append({"metric": metric, "direction": direction, "baseline": b, "current": c,
-                     "ratio": ratio, "allowed": tol,
-                     "verdict": "regression" if worse else "improvement" if better else "ok",
-                     "note": note})
-    for measured, formula in EXACT.items():
-        if not all(m in bm for m in (measured, formula)):
-            continue
-        gone = [m for m in (measured, formula) if m not in cm]
-        if gone:
-            rows.append(_no_value(gone[0], bm[gone[0]]))
-            continue
-        was, now = _matches(bm[measured], bm[formula]), _matches(cm[measured], cm[formula])
-        verdict = ("regression" if was and not now else "fixed" if now and not was
-                   else "ok" if now else "mismatch")
-        rows.append({"metric": f"{measured}=={formula}", "direction": "exact", "baseline": bm[measured],
-                     "current": cm[measured], "ratio": math.nan, "allowed": 0.0, "verdict": verdict,
-                     "note": f"{formula}: baseline {bm[formula]:.6g}, now {cm[formula]:.6g}"})
-    return rows
 
 
 def _status_row(base: dict, cur: dict, allow_missing: bool) -> dict | None:
@@ -226,15 +139,20 @@ class Gate:
     matched: int                  # points in scope compared in the run and the baseline
     targets: list[str] = field(default_factory=list)           # the runs' target ids
     baseline_targets: list[str] = field(default_factory=list)  # the baseline's
+    strict: bool = False          # an undecided row in scope fails the gate
 
     def regressions(self) -> pd.DataFrame:
         return regressions(self.table)
+
+    def undecided(self) -> pd.DataFrame:
+        """The rows in scope the gate could not decide (they fail it only when ``strict``)."""
+        return undecided(self.table)
 
     @property
     def code(self) -> int:
         if self.matched == 0:
             return 2
-        return exit_code(self.table)
+        return exit_code(self.table, self.strict)
 
     def problem(self) -> str | None:
         """Why the gate could not judge (exit 2), or None."""
@@ -255,13 +173,16 @@ def _in_scope(point: dict, scope: str) -> bool:
 
 
 def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", allow_missing: bool = False,
-         requested: Callable[[str, str, str], bool] | None = None) -> Gate:
+         requested: Callable[[str, str, str], bool] | None = None, strict: bool = False,
+         current_samples: dict | None = None, baseline_samples: dict | None = None) -> Gate:
     """Compare and judge. ``requested(suite, case, pass_)``: whether the runs asked for that suite,
-    case and pass (``reports.load.requested``; None: everything was asked for)."""
+    case and pass (``reports.load.requested``; None: everything was asked for). ``strict``: an
+    undecided row in scope fails the gate too. ``*_samples``: the points' stored repeats
+    (``reports.load.point_samples``; None: the IQR rule alone)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
-    base_points = {key: p for (_, key), p in _points(baseline).items()}
-    cur_points = _points(current)
+    base_points = {key: p for (_, key), p in _points(baseline, baseline_samples).items()}
+    cur_points = _points(current, current_samples)
     rows, compared = [], set()
     groups: dict[tuple[str, str, str], list] = {}
     for (run_id, key), cur in cur_points.items():
@@ -296,8 +217,8 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
             found.append(status)
         if base["status"] == "ok" and cur["status"] == "ok":
             d = drifts.get((run_id, cur["suite"], cur["device"], cur["pass"]), 1.0)
-            found += _metric_rows(base, cur, d)
-        if head["gated"] and any(r["verdict"] in COMPARED for r in found):
+            found += metric_rows(base, cur, d)
+        if head["gated"] and any(r["verdict"] in COMPARED or is_undecided(r["verdict"]) for r in found):
             compared.add(key)
         rows += [{**head, **r} for r in found]
     measured = {k for _, k in cur_points}  # one job's points may lie in several run folders
@@ -330,7 +251,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
         table[c] = table[c].astype("string")
     targets = sorted(run_targets)
     base_targets = sorted({target_id(p["impl"]) for p in base_points.values() if p["role"] == "target"})
-    return Gate(table, scope, len(compared), targets, base_targets)
+    return Gate(table, scope, len(compared), targets, base_targets, strict)
 
 
 def compare(current: pd.DataFrame, baseline: pd.DataFrame, **kw) -> pd.DataFrame:
@@ -343,9 +264,28 @@ def regressions(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["verdict"] == "regression"].reset_index(drop=True)
 
 
-def exit_code(table: pd.DataFrame) -> int:
-    return 1 if (table["verdict"] == "regression").any() else 0
+def undecided(table: pd.DataFrame) -> pd.DataFrame:
+    """The gated rows whose verdict is "undecided (...)"."""
+    mask = table["verdict"].map(is_undecided).astype(bool) & table["gated"].astype(bool)
+    return table[mask].reset_index(drop=True)
+
+
+def exit_code(table: pd.DataFrame, strict: bool = False) -> int:
+    if (table["verdict"] == "regression").any():
+        return 1
+    return 1 if strict and len(undecided(table)) else 0
+
+
+def detectable_summary(table: pd.DataFrame) -> str | None:
+    """One line on the slowdowns the gated time points can detect (their ``allowed``), or None."""
+    t = table[(table["metric"] == "time_s") & table["gated"].astype(bool) & table["allowed"].notna()]
+    if t.empty:
+        return None
+    q = t["allowed"].quantile([0.0, 0.5, 1.0]).tolist()
+    return (f"the {len(t)} gated time point(s) detect a slowdown of +{q[1] * 100:.0f}% (median; "
+            f"+{q[0] * 100:.0f}% to +{q[2] * 100:.0f}%), each in its row's 'allowed' column")
 
 
 def counts(table: pd.DataFrame) -> dict[str, int]:
-    return {str(k): int(v) for k, v in table["verdict"].value_counts().items()}
+    """Rows per verdict; every "undecided (spread X %)" counts as "undecided (spread)"."""
+    return {str(k): int(v) for k, v in table["verdict"].map(verdict_kind).value_counts().items()}

@@ -74,9 +74,30 @@ def _metrics(table: pd.DataFrame, suite: str) -> list[str]:
     return [m for m in wanted if m in present] if wanted else present[:MAX_METRICS]
 
 
+def below_resolution_text(table: pd.DataFrame) -> pd.DataFrame:
+    """``peak_mem_bytes`` as a person reads it: a point recorded below the CPU memory probe's
+    resolution (null, with ``peak_mem_resolution_bytes``) reads "below resolution (< R bytes)"."""
+    if "peak_mem_resolution_bytes" not in table:
+        return table
+    if "peak_mem_bytes" not in table:  # every point below: no row had a value for the column
+        at = list(table.columns).index("peak_mem_resolution_bytes")
+        table = table.copy()
+        table.insert(at, "peak_mem_bytes", float("nan"))
+    below = table["peak_mem_bytes"].isna() & table["peak_mem_resolution_bytes"].notna()
+    if "status" in table:
+        below &= table["status"] == "ok"
+    if not below.any():
+        return table
+    out = table.copy()
+    out["peak_mem_bytes"] = out["peak_mem_bytes"].map(lambda v: v if pd.isna(v) else int(v)).astype(object)
+    out.loc[below, "peak_mem_bytes"] = [f"below resolution (< {r:.0f} bytes)"
+                                        for r in out.loc[below, "peak_mem_resolution_bytes"]]
+    return out
+
+
 def narrow(table: pd.DataFrame, suite: str) -> Glance:
     """The suite's summary table as a person reads it (see the module docstring)."""
-    table = named_cases(table)
+    table = below_resolution_text(named_cases(table))
     skipped = fold_skipped(table)
     rows = table[table["status"] != "skipped"] if "status" in table else table
     metrics = _metrics(table, suite)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.gate_rule import verdict_kind
 from reports.glance import common_text, narrow
 
 CSS = """
@@ -52,7 +53,7 @@ window.addEventListener('load', function () {
 
 _BAD = ("regression", "oom", "error", "nan", "fail", "still failing", "mismatch")
 _GOOD = ("improvement", "fixed", "pass")
-_WARN = ("skipped", "missing", "new")
+_WARN = ("skipped", "missing", "new", "undecided")
 
 
 def _esc(text) -> str:
@@ -135,12 +136,14 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
         if suite in tables:
             parts += suite_html(suite, tables[suite])
     if comparison is not None:
-        counts = comparison["verdict"].value_counts().rename_axis("verdict").reset_index(name="rows")
+        counts = comparison["verdict"].map(verdict_kind).value_counts().rename_axis("verdict").reset_index(name="rows")
         notable = comparison[comparison["verdict"] != "ok"]
         steady = comparison[comparison["verdict"] == "ok"]
         parts += [f"<h2 id='comparison'>Baseline comparison ({_esc(baseline)})</h2>",
                   "<p class='meta'>ratio = current / baseline; allowed = max(floor, 2 &times; the "
-                  "baseline's relative spread).</p>", table_html(counts),
+                  "relative spread of the noisier run): the slowdown the point can detect; undecided: "
+                  "too noisy for the gate's stated slowdown, or memory below the probe's resolution "
+                  "(fails the gate only with --strict).</p>", table_html(counts),
                   table_html(notable.drop(columns=["direction"])),
                   f"<details><summary>{len(steady)} unchanged (within the noise)</summary>"
                   f"{table_html(steady.drop(columns=['direction']))}</details>"]

@@ -13,7 +13,8 @@ A point without any numeric metric (an error, an oom) still has one row, with ``
 ``value`` missing, so every point's status is in the table. Within one run the last row of a key
 wins (a resumed run appends). Parameter names that collide with a fixed column get a ``param_``
 prefix. Non-numeric metrics are dropped; a two-number list ``m: [lo, hi]`` becomes ``m_lo``/``m_hi``,
-a dict ``m: {a: ..}`` becomes ``m.a``; telemetry becomes ``telemetry.<name>``. A row of a suite
+a dict ``m: {a: ..}`` becomes ``m.a``; telemetry becomes ``telemetry.<name>``. A point's stored
+repeats (``time_samples_s``) are not columns: ``point_samples(runs)`` returns them. A row of a suite
 with passes (``harness.runfolder.PASS_SUITES``: scaling) written before passes existed has no
 ``pass`` parameter: its ``pass`` column says "fwd", what it measured.
 """
@@ -31,6 +32,8 @@ from harness.runfolder import (BAD_STATUSES, DEFAULT_PASS, ENV, PASS_SUITES, RES
                                iter_jsonl, make_key, pass_of, row_problem)
 from harness.runfolder import RunFolderError as InputError
 
+#: metrics that hold a point's repeats (lists): not table columns, ``point_samples(runs)``
+SAMPLE_METRICS = ("time_samples_s",)
 FIXED = ["run_id", "machine", "key", "suite", "case", "role", "impl", "device"]
 TRAILING = ["status", "reason", "metric", "value"]
 
@@ -206,9 +209,23 @@ def flatten_metrics(metrics: dict | None, telemetry: dict | None = None) -> dict
                 put(f"{name}.{k}", x)
 
     for k, v in (metrics or {}).items():
-        put(k, v)
+        if k not in SAMPLE_METRICS:  # a point's repeats: ``samples``, not table columns
+            put(k, v)
     for k, v in (telemetry or {}).items():
         put(f"telemetry.{k}", v)
+    return out
+
+
+def samples(metrics: dict | None) -> dict[str, list[float]]:
+    """A row's stored repeats (``SAMPLE_METRICS``), as lists of finite floats."""
+    out = {}
+    for name in SAMPLE_METRICS:
+        v = (metrics or {}).get(name)
+        if isinstance(v, list):
+            xs = [float(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)
+                  and math.isfinite(x)]
+            if xs:
+                out[name] = xs
     return out
 
 
@@ -219,6 +236,12 @@ def latest_points(run: Run) -> list[dict]:
         by_key.pop(row["key"], None)
         by_key[row["key"]] = row
     return list(by_key.values())
+
+
+def point_samples(runs: list[Run]) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """(run_id, key) -> the point's stored repeats (``samples``), for the gate's rank test."""
+    return {(run.run_id, row["key"]): found for run in runs for row in latest_points(run)
+            if (found := samples(row.get("metrics")))}
 
 
 def tidy(runs: list[Run]) -> pd.DataFrame:

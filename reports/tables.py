@@ -46,7 +46,10 @@ def summary_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
-    """For Markdown/HTML: no telemetry columns, no all-empty columns, no single-value run columns."""
+    """For Markdown/HTML: no telemetry columns, no all-empty columns, no single-value run columns;
+    a peak below the memory probe's resolution in words (``reports.glance.below_resolution_text``)."""
+    from reports.glance import below_resolution_text
+    table = below_resolution_text(table)
     keep = [c for c in table.columns if not str(c).startswith("telemetry.")
             and (table[c].notna().any() or c in ("status",))]
     out = table[keep]

@@ -71,3 +71,36 @@ def test_spent_budget_records_every_point_as_skipped(tmp_path):
     assert len(rows) == 2 * 3 + 2 * len(profiles.get("tiny").receptive_field.depths)
     assert all(r["status"] == "skipped" and r["reason"].startswith(BUDGET_REASON) for r in rows)
     assert json.loads((out / "env.json").read_text())["time_budget_s"] == 0.001
+
+
+class _Planted(Slot):
+    """A sweep slot whose blocks "take" planted seconds (no clock read: nothing here is timed)."""
+    def __init__(self, n, times):
+        super().__init__(n, lambda: ((lambda: None), {"n": n}))
+        self.planted = iter(times)
+
+    def block(self, clock=None) -> float:
+        return next(self.planted) * self.number
+
+
+def test_noisy_sizes_take_more_blocks_within_the_runs_budget():
+    """A size whose blocks spread too wide for the gate's stated slowdown (2 x IQR over 50 %) takes
+    more blocks, up to ``spread_max_blocks``, while the run's budget lasts; a quiet size does not.
+    Here a burst (blocks 2 and 4 at 3x) is outvoted by the quiet blocks after it."""
+    import dataclasses
+
+    from harness.bench.sweep import too_noisy
+    prof = dataclasses.replace(profiles.get("tiny").scaling, min_blocks=5, min_run_s=0.0, max_run_s=1e9,
+                               spread_max_blocks=12)
+    quiet = _Planted(32, [1e-3] * 40)
+    noisy = _Planted(64, [1e-3, 3e-3, 1e-3, 3e-3, 1.1e-3] + [1e-3] * 40)
+    budget = {"left_s": 1e9}  # the planted blocks' "seconds" are per call x calls per block
+    out = run_sweep([quiet, noisy], prof, RuntimeError, budget=budget)
+    assert out[32].repeats == 5 and too_noisy(noisy.samples[:5])
+    assert 5 < out[64].repeats <= 12 and not too_noisy(noisy.samples)
+    assert budget["left_s"] < 1e9
+    # no budget left: recorded as it is (the gate then calls it undecided)
+    again = _Planted(64, [1e-3, 3e-3, 1e-3, 3e-3, 1.1e-3] + [1e-3] * 40)
+    out = run_sweep([again], prof, RuntimeError, budget={"left_s": 0.0})
+    assert out[64].repeats == 5 and too_noisy(again.samples)
+    assert profiles.get("cpu").scaling.spread_budget_s > 0 == profiles.get("tiny").scaling.spread_budget_s

@@ -254,3 +254,46 @@ def test_suite_registry_names_each_suite_once():
     assert suites.parse("all") == list(suites.ALL) and suites.parse("kv_cache, scaling") == ["kv_cache", "scaling"]
     with pytest.raises(SystemExit, match="unknown suite"):
         suites.parse("scaling,nope")
+
+
+def test_cpu_peak_memory_resolves_small_points_and_says_when_it_cannot():
+    """Blocks are mmapped from 64 KiB while measuring, so a call whose blocks are all under 1 MiB
+    (three 512 KiB gradients: the SDPA backward at n = 512) is measured, where blocks mmapped from
+    1 MiB read 0 or 260 KiB (issue 27); a call under the probe's resolution R is recorded as
+    below resolution: ``peak_mem_bytes`` None, ``peak_mem_resolution_bytes`` R."""
+    if not memory.cpu_hwm_supported():
+        pytest.skip("needs /proc/self/clear_refs (Linux)")
+
+    def grads():
+        gs = [torch.ones(2**17) for _ in range(3)]  # 3 x 512 KiB
+        return float(sum(g.sum() for g in gs))
+
+    memory.keep_freed_memory(True)
+    try:
+        _, small = memory.peak_memory_repeated(grads, "cpu", repeats=5)
+        _, tiny = memory.peak_memory_repeated(lambda: float(torch.ones(1024).sum()), "cpu", repeats=5)
+    finally:
+        memory.keep_freed_memory(False)
+    r = memory.resolution_bytes()
+    assert small["peak_mem_resolution_bytes"] == tiny["peak_mem_resolution_bytes"] == r
+    assert r >= memory.MEASURE_MMAP_BYTES
+    if r < 1300 * 2**10:  # the counters' batches (CPU count) leave this point above R
+        assert small["peak_mem_bytes"] is not None and small["peak_mem_bytes"] >= 1200 * 2**10, small
+    assert tiny["peak_mem_bytes"] is None and tiny["peak_mem_min_bytes"] < r, tiny
+
+
+def test_cpu_peak_memory_takes_two_calls_even_when_the_budget_is_spent():
+    """A busy machine spends the memory budget in one call; the first call of a process carries
+    one-time allocations (the first KV-cache decode: 9-10 MiB against 1.1-2.6), so a second call is
+    always taken and the median_low is the smaller. The clock is fake."""
+    if not memory.cpu_hwm_supported():
+        pytest.skip("needs /proc/self/clear_refs (Linux)")
+    now = [0.0]
+
+    def call():
+        now[0] += 10.0  # "takes" 10 s: past any budget after one call
+        return float(torch.ones(1024).sum())
+    _, stats = memory.peak_memory_repeated(call, "cpu", repeats=5, budget_s=3.0, clock=lambda: now[0])
+    assert stats["peak_mem_repeats"] == 2
+    _, one = memory.peak_memory_repeated(call, "cpu", repeats=1, budget_s=3.0, clock=lambda: now[0])
+    assert one.get("peak_mem_repeats", 1) == 1

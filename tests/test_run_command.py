@@ -82,7 +82,10 @@ def test_resume_and_gate_options_reach_their_stages(stages, tmp_path):
                 "--allow-missing"]) == 0
     check, bench, finetune, report = (argv for _, argv in calls)
     assert "--resume" in bench and "--resume" in finetune and "--resume" not in check
-    assert "--cases=target" in report and "--allow-missing" in report
+    assert "--cases=target" in report and "--allow-missing" in report and "--strict" not in report
+    calls.clear()
+    assert cli(["run", "--out", str(out), "--resume", "--baseline", "cpu-reference", "--strict"]) == 0
+    assert "--strict" in calls[3][1] and not any("--strict" in argv for _, argv in calls[:3])
     calls.clear()
     assert cli(["run", "--out", str(out), "--gate-cases", "all"]) == 0  # no baseline: nothing to gate
     assert not any(a.startswith("--cases") for a in calls[3][1])

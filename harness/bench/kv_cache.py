@@ -48,7 +48,7 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.memory import peak_memory_repeated
 from harness.bench.points import Point, Skip, check_finite
-from harness.bench.timer import synchronize
+from harness.bench.timer import MAX_STORED_SAMPLES, synchronize
 from harness.bench.models import registry
 
 SUITE = "kv_cache"
@@ -196,7 +196,8 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
          "cache_seq_formula": seq, "cache_storage_bytes": res["cache_storage_bytes"],
          "cache_bytes_max": res["cache_bytes_max"],
          "time_s": statistics.median(steps), "time_iqr_s": q3 - q1, "time_min_s": min(steps),
-         "repeats": len(steps), "tokens_per_s": p["batch"] * len(steps) / sum(steps),
+         "repeats": len(steps), "time_samples_s": steps if len(steps) <= MAX_STORED_SAMPLES else None,
+         "tokens_per_s": p["batch"] * len(steps) / sum(steps),
          **mem,
          "model_bytes": res["model_bytes"], "attn_implementation": res["attn_implementation"], **parity}
     if case == "rolling_window":

@@ -20,7 +20,7 @@ timing, ``harness bench`` therefore sets glibc's M_MMAP_MAX = 0 and M_TRIM_THRES
 max, so freed memory stays in the heap and is reused -- the CPU analogue of torch's
 CUDA caching allocator. The memory-measurement calls run in the opposite mode: before each,
 ``malloc_trim(0)`` hands the free heap pages back to the kernel, and during it every block of
->= ``MEASURE_MMAP_BYTES`` (1 MiB) is mmapped and unmapped on free. A temporary freed inside the
+>= ``MEASURE_MMAP_BYTES`` (64 KiB) is mmapped and unmapped on free. A temporary freed inside the
 call then leaves the resident set at once, so VmHWM sees the live peak; in the heap, a block
 freed and another allocated elsewhere both stayed resident, and the peak read anywhere between
 the live peak and 1.6x it, with the heap's layout (the float64 reference attention at n = 2048:
@@ -29,6 +29,20 @@ the heap can still serve a big block ahead of mmap, so ``peak_memory_repeated`` 
 a fresh thread, which glibc serves from an arena of its own: in one process out of four the
 reference attention read one score matrix more at every size (1456: 407 MiB against 334).
 env.json records the mode.
+
+Resolution (``resolution_bytes``): blocks under ``MEASURE_MMAP_BYTES`` still come from the
+measuring thread's arena, whose top the earlier calls left resident (malloc_trim does not release
+a thread arena's top), and the kernel's RSS counters are per-CPU counts folded into the total in
+batches of up to ``max(64, 2 x CPUs)`` pages, so VmRSS and VmHWM lag by up to that many pages per
+CPU (here, 2 CPUs: allocations read ~128 KiB low). A reading under
+``R = max(MEASURE_MMAP_BYTES, batch pages x page x CPUs)`` cannot be told from a call whose
+blocks are all small: such a point's ``peak_mem_bytes`` is null and ``peak_mem_resolution_bytes``
+says R ("below resolution (< R bytes)"); the gate never compares it. Until this, blocks were mmapped
+from 1 MiB: every block of a small point came from the resident heap and read 0 or whatever crossed
+1 MiB (torch's SDPA backward at n = 512: 0 in one run, 663,552 B in the next; 260 KiB in 6 calls of
+7 here). From 64 KiB the same backward reads 2.5-2.6 MiB in every call (its three gradients alone
+are 1.5 MiB), n = 256 1.1-1.2 MiB. Rows written before carry no resolution; the gate takes 1 MiB
+for them (``LEGACY_RESOLUTION_BYTES``).
 
 Repeats (``peak_memory_repeated``): even so one call's RSS peak is a noisy sample where blocks
 under 1 MiB and the math libraries' own buffers matter (the banded kernel at n = 4096 read 58 to
@@ -41,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import statistics
 import threading
 import time
@@ -50,6 +65,7 @@ from typing import Callable
 import torch
 
 from harness.bench.timer import synchronize
+from harness.gate_rule import LEGACY_RESOLUTION_BYTES  # noqa: F401 - the gate's, named in the module doc
 
 _STATUS = Path("/proc/self/status")
 _CLEAR = Path("/proc/self/clear_refs")
@@ -57,7 +73,7 @@ _CLEAR = Path("/proc/self/clear_refs")
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
 #: while a memory measurement runs (keeping mode): blocks this large are mmapped (module doc)
-MEASURE_MMAP_BYTES = 1 << 20
+MEASURE_MMAP_BYTES = 64 << 10
 _libc = None
 _keeping = False
 
@@ -78,7 +94,7 @@ def keep_freed_memory(enable: bool = True) -> str:
     if enable and _mallopt(_M_MMAP_MAX, 0) and _mallopt(_M_TRIM_THRESHOLD, 2**31 - 1):
         _keeping = True
         return ("glibc: M_MMAP_MAX=0, M_TRIM_THRESHOLD=max (freed memory reused); memory measured "
-                f"with blocks >= {MEASURE_MMAP_BYTES} B mmapped")
+                f"with blocks >= {MEASURE_MMAP_BYTES} B mmapped, resolution {resolution_bytes()} B")
     if not enable and _keeping:
         _mallopt(_M_MMAP_MAX, 65536)
         _mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
@@ -105,6 +121,17 @@ def _fresh_mappings():
         yield
     finally:
         _mallopt(_M_MMAP_MAX, 0)
+
+
+def resolution_bytes(cpus: int | None = None) -> int:
+    """R: the smallest CPU peak (rss_hwm_delta) this probe resolves (module doc): the mmap
+    threshold while measuring, or the RSS counters' per-CPU batches, whichever is larger."""
+    cpus = cpus or os.cpu_count() or 1
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        page = 4096
+    return max(MEASURE_MMAP_BYTES, max(64, 2 * cpus) * page * cpus)
 
 
 def _rss_fields() -> dict[str, int]:
@@ -172,15 +199,18 @@ def peak_memory(fn: Callable[[], object], device="cpu", own_arena: bool = False
 def peak_memory_repeated(fn: Callable[[], object], device="cpu", repeats: int = 1,
                          budget_s: float | None = None,
                          clock: Callable[[], float] = time.perf_counter) -> tuple[object, dict]:
-    """``peak_memory`` of up to ``repeats`` calls of ``fn`` (fewer once ``budget_s`` is spent; one
-    where the counter is exact or unavailable). Returns the first call's result and the metrics
+    """``peak_memory`` of up to ``repeats`` calls of ``fn`` (fewer once ``budget_s`` is spent, but
+    two when ``repeats`` >= 2: a process's first call carries one-time allocations -- the first
+    KV-cache decode read 9-10 MiB, the next ones 1.1-2.6 MiB -- and the median_low of two is the
+    smaller; one where the counter is exact or unavailable). Returns the first call's result and the metrics
     ``peak_mem_bytes`` (median), ``peak_mem_min_bytes``, ``peak_mem_max_bytes``,
-    ``peak_mem_repeats`` and ``peak_mem_method``."""
+    ``peak_mem_repeats`` and ``peak_mem_method``; on a CPU also ``peak_mem_resolution_bytes`` (R),
+    and a median under R is ``peak_mem_bytes`` None: below resolution (module doc)."""
     start = clock()
     first, peak, method = peak_memory(fn, device, own_arena=True)
     peaks = [peak]
     while (method == "rss_hwm_delta" and len(peaks) < repeats
-           and (budget_s is None or clock() - start < budget_s)):
+           and (len(peaks) < 2 or budget_s is None or clock() - start < budget_s)):
         out, peak, _ = peak_memory(fn, device, own_arena=True)
         del out
         peaks.append(peak)
@@ -188,4 +218,9 @@ def peak_memory_repeated(fn: Callable[[], object], device="cpu", repeats: int = 
     if peaks[0] is not None:
         metrics.update(peak_mem_bytes=statistics.median_low(peaks), peak_mem_min_bytes=min(peaks),
                        peak_mem_max_bytes=max(peaks), peak_mem_repeats=len(peaks))
+    if method == "rss_hwm_delta":
+        r = resolution_bytes()
+        metrics["peak_mem_resolution_bytes"] = r
+        if metrics["peak_mem_bytes"] < r:
+            metrics["peak_mem_bytes"] = None
     return first, metrics

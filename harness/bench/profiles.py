@@ -40,6 +40,10 @@ class Scaling:
     passes: tuple[str, ...] = ("fwd", "bwd", "fwd_bwd")
     #: the sizes of the backward passes (None: ``sizes``); ``--sizes`` sets both
     backward_sizes: tuple[int, ...] | None = None
+    #: CPU sweep: a size too noisy for the gate's stated slowdown takes more blocks, up to this
+    #: many, while the run's ``spread_budget_s`` seconds last (``harness.bench.sweep``; 0: never)
+    spread_max_blocks: int = 15
+    spread_budget_s: float = 0.0
 
     def sizes_of(self, pass_: str) -> tuple[int, ...]:
         """The sizes swept in ``pass_``."""
@@ -119,7 +123,8 @@ def _sqrt2_steps(lo: int, hi: int) -> tuple[int, ...]:
 
 PROFILES: dict[str, Profile] = {
     "cpu": Profile("cpu", Scaling(sizes=_sqrt2_steps(256, 4096), max_call_s=1.2, max_run_s=2.5,
-                                  min_run_s=0.3, passes=("fwd", "bwd"), backward_sizes=(256, 512, 1024, 2048, 4096)),
+                                  min_run_s=0.3, passes=("fwd", "bwd"), backward_sizes=(256, 512, 1024, 2048, 4096),
+                                  spread_budget_s=60.0),
                    threads=1),
     "gpu": Profile(
         "gpu",

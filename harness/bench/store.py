@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.gate_rule import time_detectable_metrics
 from harness.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderBusy, FolderLock,  # noqa: F401
                                RunFolderError, append_jsonl, make_key, point_key, read_jsonl)
 
@@ -56,7 +57,8 @@ def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params:
     return {"key": point_key(suite, case, params, role, impl), "run_id": run_id, "suite": suite,
             "case": case, "role": role, "impl": impl, "device": device, "params": params,
             "status": status, "reason": reason if status != "ok" else None,
-            "metrics": _clean(metrics or {}), "telemetry": _clean(telemetry), "time_utc": now_utc()}
+            "metrics": _clean({**(metrics or {}), **time_detectable_metrics(metrics or {}, device)}),
+            "telemetry": _clean(telemetry), "time_utc": now_utc()}
 
 
 class ResultStore:

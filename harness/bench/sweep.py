@@ -15,6 +15,14 @@ are skipped with the reason. Then rounds run until every size has its samples, w
 the same stopping rule as ``time_cpu``: at least 3 blocks, and ``min_blocks`` blocks and
 ``min_run_s`` seconds unless ``max_run_s`` is spent.
 
+Enough repeats where the spread needs them (``spread_repeats``): a size whose repeats so far
+spread too wide for the gate to detect its stated slowdown (``harness.gate_rule``: twice the
+relative IQR over ``GATE_SLOWDOWN``) keeps taking blocks, up to the profile's
+``spread_max_blocks``, while the run's ``spread_budget_s`` lasts (shared by every sweep of the
+run through ``budget``). The IQR is robust to a quarter of the blocks on each side, so a burst
+of another job's load that blew up 2 of 5 blocks is outvoted by the quiet blocks after it; a
+point that stays noisy is recorded as it is, and the gate calls it undecided.
+
 A size whose validation raises (error, NaN, out of memory) keeps its exception, which
 is re-raised when the runner asks for that point, so it is recorded with its status.
 
@@ -36,6 +44,7 @@ from typing import Callable
 
 from harness.bench.on_target import PointCall
 from harness.bench.timer import Timing, calibrate, summarize
+from harness.gate_rule import decides, detectable
 from harness.isolation import is_remote
 from harness.runfolder import SIZE_CAP_REASON
 
@@ -81,13 +90,28 @@ def wants_more(slot: Slot, min_blocks: int, min_run_s: float, max_run_s: float) 
     return k < min(3, min_blocks) or ((k < min_blocks or slot.spent < min_run_s) and slot.spent < max_run_s)
 
 
+def too_noisy(samples: list[float], device: str = "cpu") -> bool:
+    """Whether ``samples`` spread too wide for the gate to detect its stated slowdown."""
+    if len(samples) < 3:
+        return False
+    t = summarize(samples, 1, "")
+    return t.median_s > 0 and not decides(detectable(t.iqr_s / t.median_s, device), device)
+
+
+def spread_repeats(slot: Slot, prof, budget: dict | None) -> bool:
+    """A settled size takes another block because it is too noisy (module doc)."""
+    return (budget is not None and budget.get("left_s", 0.0) > 0
+            and len(slot.samples) < getattr(prof, "spread_max_blocks", 0) and too_noisy(slot.samples))
+
+
 def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseException],
               note: Callable[[str], None] = lambda text: None, deadline: float | None = None,
               clock: Callable[[], float] = time.perf_counter,
               on_done: Callable[[Slot, Timing | BaseException], None] = lambda slot, result: None,
-              ) -> dict[int, Timing | BaseException]:
+              budget: dict | None = None) -> dict[int, Timing | BaseException]:
     """Validate, calibrate and time ``slots`` (ascending n); returns n -> Timing or exception,
-    and hands each slot to ``on_done`` as soon as its result is final (module doc)."""
+    and hands each slot to ``on_done`` as soon as its result is final (module doc). ``budget``:
+    ``{"left_s": seconds}``, the run's time for more repeats of noisy sizes, spent here."""
     from harness.bench.points import BUDGET_REASON, release
 
     out: dict[int, Timing | BaseException] = {}
@@ -100,7 +124,6 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
             out[slot.n] = slot.error
         else:
             t = summarize(slot.samples, slot.number, "cpu_blocked_interleaved")
-            t.samples = None
             out[slot.n] = t
         slot.call = None  # free the inputs
         on_done(slot, out[slot.n])
@@ -135,6 +158,8 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
     rnd = 0
     while True:
         todo = [s for s in live if wants_more(s, prof.min_blocks, prof.min_run_s, prof.max_run_s)]
+        extra = [s for s in live if s not in todo and not late() and spread_repeats(s, prof, budget)]
+        todo += extra
         for slot in [s for s in live if s not in todo]:  # settled: recorded now
             live.remove(slot)
             finish(slot)
@@ -145,6 +170,8 @@ def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseExceptio
             elapsed = slot.block()
             slot.spent += elapsed
             slot.samples.append(elapsed / slot.number)
+            if slot in extra:
+                budget["left_s"] -= elapsed
         rnd += 1
     for slot in live:  # the time budget ran out: each has at least one sample
         finish(slot)

@@ -28,6 +28,10 @@ import torch
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 
+#: a row stores its repeats (``time_samples_s``) when there are at most this many
+MAX_STORED_SAMPLES = 256
+
+
 @dataclass
 class Timing:
     median_s: float
@@ -40,8 +44,11 @@ class Timing:
 
     def metrics(self) -> dict:
         """The results-schema metric fields."""
-        return {"time_s": self.median_s, "time_iqr_s": self.iqr_s, "time_min_s": self.min_s,
-                "repeats": self.repeats, "calls_per_repeat": self.number, "timer": self.method}
+        out = {"time_s": self.median_s, "time_iqr_s": self.iqr_s, "time_min_s": self.min_s,
+               "repeats": self.repeats, "calls_per_repeat": self.number, "timer": self.method}
+        if self.samples and len(self.samples) <= MAX_STORED_SAMPLES:  # the gate's rank test reads them
+            out["time_samples_s"] = [float(x) for x in self.samples]
+        return out
 
     def to_dict(self) -> dict:
         return asdict(self)

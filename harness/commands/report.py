@@ -1,13 +1,15 @@
 """``report``: tables, plots, an HTML page and a baseline comparison from run folders.
 
     python -m harness report RUN_DIR [RUN_DIR|BENCH.json ...] [--baseline reports/baselines/NAME]
-                             [--cases target|all] [--allow-missing]
+                             [--cases target|all] [--allow-missing] [--strict]
                              [--out DIR] [--html] [--formats csv,parquet,md] [--no-plots]
 
 Inputs are run folders (notes/RESULTS_SCHEMA.md) or pytest-benchmark ``--benchmark-json`` files; several
 merge into one report (``run_id``/``machine`` columns). The baseline gate (reports/compare.py) passes
-only on what it compared. Exit status: 0 no regression; 1 a regression in the gate's scope (a worse
-metric, a metric with no value now, a point that failed, a missing point); 2 usage or input error:
+only on what it compared; a point it cannot decide (too noisy, or CPU memory below the probe's
+resolution) is "undecided", counted, and fails it only with ``--strict``. Exit status: 0 no
+regression; 1 a regression in the gate's scope (a worse metric, a metric with no value now, a point
+that failed, a missing point; with ``--strict`` an undecided one); 2 usage or input error:
 an unreadable or empty baseline, a row that breaks the schema (an unknown status...), or nothing in
 scope to compare (the message names the problem).
 """
@@ -17,6 +19,8 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
+
+from harness import options
 
 BASELINES = Path(__file__).resolve().parents[2] / "reports" / "baselines"
 
@@ -35,6 +39,7 @@ def add_parser(sub) -> None:
     p.add_argument("--allow-missing", action="store_true",
                    help="a baseline point the run lacks (or skipped) is not a regression (default: it is; "
                         "a killed run lacks points)")
+    options.add_strict_gate(p)
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: RUN_DIR/report of the first run)")
     p.add_argument("--html", action="store_true", help="also write one self-contained report.html")
@@ -71,7 +76,7 @@ def main(args) -> int:
 def _main(args) -> int:
     from harness.runfolder import locked_by
     from reports import compare, tables
-    from reports.load import InputError, load_runs, requested, tidy
+    from reports.load import InputError, load_runs, point_samples, requested, tidy
 
     try:
         formats = tables.parse_formats(args.formats)
@@ -109,7 +114,9 @@ def _main(args) -> int:
         baseline_name = str(resolve_baseline(args.baseline))
         scope = args.cases or "target"
         result = compare.gate(df, base_df, scope=scope, allow_missing=args.allow_missing,
-                              requested=requested(runs))
+                              requested=requested(runs), strict=args.strict,
+                              current_samples=point_samples(runs),
+                              baseline_samples=point_samples(baseline_runs))
         comparison = result.table
         regs = result.regressions()
         written += tables.write_frame(comparison, out, "comparison", formats, "Baseline comparison")
@@ -135,17 +142,28 @@ def _main(args) -> int:
         counts = compare.counts(comparison)
         print(f"baseline {baseline_name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         print(f"gate: --cases {result.scope}{'' if args.cases else ' (default)'}"
-              f"{', --allow-missing' if args.allow_missing else ''}: {result.matched} point(s) in scope "
-              f"compared" + (f"; {counts[compare.UNGATED]} worse row(s) outside the gate (--cases all "
-                             f"gates them)" if counts.get(compare.UNGATED) else ""))
+              f"{', --allow-missing' if args.allow_missing else ''}{', --strict' if args.strict else ''}: "
+              f"{result.matched} point(s) in scope compared" +
+              (f"; {counts[compare.UNGATED]} worse row(s) outside the gate (--cases all "
+               f"gates them)" if counts.get(compare.UNGATED) else ""))
+        if line := compare.detectable_summary(comparison):
+            print(f"gate: {line}")
+        undecided = result.undecided()
+        if len(undecided):
+            how = ", failing the gate (--strict)" if args.strict else "; --strict fails on them"
+            print(f"UNDECIDED ({len(undecided)} row(s) in scope{how}):")
+            cols = (["run_id"] if len(runs) > 1 else []) + ["key", "metric", "verdict", "note"]
+            print(tables.to_markdown(undecided[cols]))
         if code == 2:
             return _fail(f"baseline {baseline_name}: {result.problem()}")
-        if code:
-            regs = result.regressions()
+        regs = result.regressions()
+        if len(regs):
             print(f"REGRESSIONS ({len(regs)}):")
             cols = (["run_id"] if len(runs) > 1 else []) + ["key", "metric", "baseline", "current", "ratio",
                                                             "note"]
             print(tables.to_markdown(regs[cols]))
+        elif code:
+            print("no regression; undecided point(s) fail the gate (--strict)")
         else:
             print("no regression")
     if args.html:

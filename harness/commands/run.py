@@ -8,7 +8,8 @@ fine-tune at the same profile: cpu = 2,000 examples x 3 seeds) + ``report OUT --
 reads OUT and its sub-folder run OUT/finetune). ``--finetune-swaps`` adds the target's SDPA and
 LayerNorm swap-ins (three more trainings each); ``--no-finetune`` leaves the fine-tune out.
 Each stage runs in its own process. The exit status is non-zero when a property fails or, with
-``--baseline``, the report's gate fails (``--gate-cases`` and ``--allow-missing`` are passed to it);
+``--baseline``, the report's gate fails (``--gate-cases``, ``--allow-missing`` and ``--strict`` are
+passed to it);
 every stage still runs so the report shows everything. An OUT that holds benchmark results
 already is refused (exit 2, before any stage) unless ``--overwrite`` (start again) or
 ``--resume`` (the bench stages keep their ok points).
@@ -42,6 +43,7 @@ def add_parser(sub) -> None:
                    help="report --cases: what the baseline gate judges (default: the target's own cases)")
     p.add_argument("--allow-missing", action="store_true",
                    help="report --allow-missing: baseline points the job lacks are not regressions")
+    options.add_strict_gate(p, help="report --strict: " + options.STRICT_GATE_HELP)
     p.add_argument("--no-progress", action="store_true",
                    help="bench stages: no progress bars, a plain line per finished point (the default "
                         "when stderr is not a terminal)")
@@ -76,7 +78,7 @@ def main(args) -> int:
     again = ["--overwrite"] if args.overwrite else ["--resume"] if args.resume else []
     again += ["--no-progress"] if args.no_progress else []
     gate = ([f"--cases={args.gate_cases}"] if args.gate_cases else []) + \
-        (["--allow-missing"] if args.allow_missing else [])
+        (["--allow-missing"] if args.allow_missing else []) + (["--strict"] if args.strict else [])
     status = {}
     stages = [
         ("conformance", ["check", *impl_args, "--report", f"{args.out}/conformance",
