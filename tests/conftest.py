@@ -44,3 +44,26 @@ import tabulate  # noqa: E402,F401  (pandas' to_markdown)
 _ROOT = Path(__file__).resolve().parents[1]
 for _suite in sorted((_ROOT / "suites").rglob("test_*.py")):  # suites/<family>/test_*.py
     importlib.import_module(".".join(_suite.relative_to(_ROOT).with_suffix("").parts))
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write a target file (``write(name, text, where=None)`` -> its path); forget the modules it
+    loaded afterwards. Used by the loader and protocol-name tests."""
+    import sys
+    import textwrap
+
+    from harness.loader import _module_name_for_file
+
+    written = []
+
+    def _write(name: str, text: str, where=None) -> str:
+        path = (where or tmp_path) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        written.append(str(path))
+        return str(path)
+
+    yield _write
+    for path in written:
+        sys.modules.pop(_module_name_for_file(path), None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 import pytest
 import torch
@@ -26,21 +25,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 '''
 
 
-@pytest.fixture
-def write(tmp_path):
-    """Write a target file; forget the modules it loaded afterwards."""
-    written = []
-
-    def _write(name: str, text: str, where=None):
-        path = (where or tmp_path) / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-        written.append(str(path))
-        return str(path)
-
-    yield _write
-    for path in written:
-        sys.modules.pop(_module_name_for_file(path), None)
 
 
 def test_module_target():

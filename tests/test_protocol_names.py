@@ -10,14 +10,13 @@ from __future__ import annotations
 import ast
 import glob
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from harness import protocol
 from harness.adapters.releases import release_dir
-from harness.loader import Missing, _module_name_for_file, load_target
+from harness.loader import Missing, load_target
 from tests.planted_support import release_target, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,20 +43,6 @@ def apply_rotary_embedding(x, positions, base=10000.0):
 '''
 
 
-@pytest.fixture
-def write(tmp_path):
-    written = []
-
-    def _write(name: str, text: str, where: Path | None = None) -> str:
-        path = (where or tmp_path) / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-        written.append(str(path))
-        return str(path)
-
-    yield _write
-    for path in written:
-        sys.modules.pop(_module_name_for_file(path), None)
 
 
 @pytest.fixture
