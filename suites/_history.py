@@ -7,8 +7,9 @@ returns rows computed for another call) -- passes them whenever no two draws sha
 
 The history properties (``suites/test_history.py``, one per protocol function) draw a *history*
 (``HistoryConfig``): a first call, 1 to 3 other calls of the same name (other lengths, offsets,
-dtypes, batch sizes; each other call shares the first call's *identity* fields -- RoPE's (D,
-base), ALiBi's head count -- with probability 1/2, where a cache keyed on them would be hit),
+dtypes, batch sizes; each other call shares each of the first call's *identity* fields --
+RoPE's (D, base), its dtype, ALiBi's head count -- with probability 1/2, where a cache keyed on
+them would be hit),
 then the first call again. Calls the target's declarations rule out are dropped (a first call
 ruled out is passed over as the stateless properties pass it over).
 
@@ -41,17 +42,20 @@ MAX_OTHERS = 3
 
 
 @st.composite
-def histories(draw, name: str, configs: st.SearchStrategy, keep: tuple[str, ...] = (),
+def histories(draw, name: str, configs: st.SearchStrategy, keep: tuple = (),
               others: st.SearchStrategy | None = None) -> HistoryConfig:
     """A history of calls of ``name``: a first call drawn from ``configs``, 1..``MAX_OTHERS``
-    others from ``others`` (default ``configs``), each sharing the first call's ``keep`` fields
-    with probability 1/2 (shrinking towards shared)."""
+    others from ``others`` (default ``configs``). ``keep`` lists the first call's identity: field
+    names, or tuples of names that go together (RoPE's ``("D", "base")``); each other call shares
+    each of them with probability 1/2 (shrinking towards shared)."""
     first = draw(configs, label="first call")
     calls = [first]
     for _ in range(draw(st.integers(1, MAX_OTHERS), label="other calls")):
         other = draw(others if others is not None else configs)
-        if keep and draw(st.sampled_from([True, False]), label="shares the first call's " + ", ".join(keep)):
-            other = dataclasses.replace(other, **{f: getattr(first, f) for f in keep})
+        for group in keep:
+            fields = (group,) if isinstance(group, str) else tuple(group)
+            if draw(st.sampled_from([True, False]), label="shares the first call's " + ", ".join(fields)):
+                other = dataclasses.replace(other, **{f: getattr(first, f) for f in fields})
         calls.append(other)
     return HistoryConfig(name=name, calls=tuple(c.to_json() for c in calls))
 

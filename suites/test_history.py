@@ -100,7 +100,7 @@ def check_t5_relative_position_bias(target, cfg):
 
 
 @pytest.mark.needs("apply_rotary_embedding")
-@given(cfg=histories("apply_rotary_embedding", rope_calls(), keep=("D", "base")))
+@given(cfg=histories("apply_rotary_embedding", rope_calls(), keep=(("D", "base"), "dtype")))
 def test_apply_rotary_embedding(target, cfg):
     run(target, check_apply_rotary_embedding, cfg)
 
@@ -124,14 +124,14 @@ def test_alibi_bias(target, cfg):
 
 
 @pytest.mark.needs("t5_relative_position_bucket")
-@given(cfg=histories("t5_relative_position_bucket", t5_bucket_configs(), keep=("num_buckets", "max_distance")))
+@given(cfg=histories("t5_relative_position_bucket", t5_bucket_configs(), keep=(("num_buckets", "max_distance"),)))
 def test_t5_relative_position_bucket(target, cfg):
     run(target, check_t5_relative_position_bucket, cfg)
 
 
 @pytest.mark.needs("t5_relative_position_bias")
 @given(cfg=histories("t5_relative_position_bias", t5_bias_configs(square=True),
-                     keep=("heads", "num_buckets", "max_distance", "bidirectional")))
+                     keep=(("heads", "num_buckets", "max_distance", "bidirectional"),)))
 def test_t5_relative_position_bias(target, cfg):
     run(target, check_t5_relative_position_bias, cfg)
 
@@ -155,13 +155,13 @@ def check_residual_block(target, cfg):
 
 
 @pytest.mark.needs("scaled_dot_product_attention")
-@given(cfg=histories("scaled_dot_product_attention", attn_configs(), keep=("hq", "hkv", "E", "Ev")))
+@given(cfg=histories("scaled_dot_product_attention", attn_configs(), keep=(("hq", "hkv", "E", "Ev"), "dtype")))
 def test_scaled_dot_product_attention(target, cfg):
     run(target, check_scaled_dot_product_attention, cfg)
 
 
 @pytest.mark.needs("sliding_window_attention")
-@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window",)))
+@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype")))
 def test_sliding_window_attention(target, cfg):
     run(target, check_sliding_window_attention, cfg)
 
@@ -174,7 +174,7 @@ def test_attention_with_kvcache(target, cfg):
 
 @pytest.mark.needs("residual_block")
 @given(cfg=histories("residual_block", norm_configs(dtypes=wide_dtypes(), max_ns_dims=1, min_features=2),
-                     keep=("normalized_shape",)))
+                     keep=("normalized_shape", "dtype")))
 def test_residual_block(target, cfg):
     run(target, check_residual_block, cfg)
 
@@ -206,7 +206,7 @@ def check_make_nsp_pairs(target, cfg):
 
 
 @pytest.mark.needs("distillation_loss")
-@given(cfg=histories("distillation_loss", distill_configs(), keep=("classes",)))
+@given(cfg=histories("distillation_loss", distill_configs(), keep=("classes", "dtype")))
 def test_distillation_loss(target, cfg):
     run(target, check_distillation_loss, cfg)
 
@@ -220,21 +220,21 @@ def test_build_inputs(target, cfg):
 
 @pytest.mark.needs("bert_embeddings")
 @settings(max_examples=5, phases=NO_SHRINK)
-@given(cfg=histories("bert_embeddings", embedding_configs(), keep=("vocab_size", "hidden_size", "max_positions")))
+@given(cfg=histories("bert_embeddings", embedding_configs(), keep=(("vocab_size", "hidden_size", "max_positions"),)))
 def test_bert_embeddings(target, cfg):
     run(target, check_bert_embeddings, cfg)
 
 
 @pytest.mark.needs("mask_tokens")
 @settings(phases=NO_SHRINK)
-@given(cfg=histories("mask_tokens", mlm_configs("small"), keep=("vocab_size", "mask_token_id", "mlm_probability")))
+@given(cfg=histories("mask_tokens", mlm_configs("small"), keep=(("vocab_size", "mask_token_id"), "mlm_probability")))
 def test_mask_tokens(target, cfg):
     run(target, check_mask_tokens, cfg)
 
 
 @pytest.mark.needs("span_corruption")
 @settings(phases=NO_SHRINK)
-@given(cfg=histories("span_corruption", span_configs(), keep=("noise_density", "mean_span_length")))
+@given(cfg=histories("span_corruption", span_configs(), keep=(("noise_density", "mean_span_length"),)))
 def test_span_corruption(target, cfg):
     run(target, check_span_corruption, cfg)
 
