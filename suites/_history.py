@@ -9,9 +9,11 @@ The history properties (``suites/test_history.py``, one per protocol function) d
 (``HistoryConfig``): a first call, 1 to 3 other calls of the same name (other lengths, offsets,
 dtypes, batch sizes; each other call shares each of the first call's *identity* fields --
 RoPE's (D, base), its dtype, ALiBi's head count -- with probability 1/2, where a cache keyed on
-them would be hit),
-then the first call again. Calls the target's declarations rule out are dropped (a first call
-ruled out is passed over as the stateless properties pass it over).
+them would be hit), then the first call again. Calls the target's declarations rule out are
+dropped (a first call ruled out is passed over as the stateless properties pass it over). The
+worker also keeps what earlier examples left behind: a failure is replayed on a fresh worker
+and judged there (``judged``), so the verdict, the shrinking and the repro line are the drawn
+history's own.
 
 Two ways to judge, per name:
 - ``replay``: every call is judged by a single-call check of the family's suite (the float64
@@ -30,6 +32,7 @@ import dataclasses
 from typing import Any, Callable
 
 import torch
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from harness import runner
@@ -39,6 +42,13 @@ from harness.guard import ImplementationError
 
 #: at most this many other calls between the first call and its repeat
 MAX_OTHERS = 3
+
+
+def examples(**kwargs) -> settings:
+    """A history property's settings: a third of the loaded profile's examples, at least 10 (each
+    example makes 2-5 calls, each a whole single-call check: harness-ci and harness-dev run 10,
+    harness-thorough 100)."""
+    return settings(max_examples=max(10, settings.default.max_examples // 3), **kwargs)
 
 
 @st.composite
@@ -91,9 +101,9 @@ def judged(target, cfg: HistoryConfig, attempt: Callable[[], None]) -> None:
     try:
         attempt()
         return
-    except AssertionError:
-        if worker is None or key in failed:
-            raise
+    except AssertionError as exc:
+        if worker is None or key in failed or runner.not_implemented(exc):
+            raise  # (a NotImplementedError: passed over by run(), not a verdict)
     worker.kill()
     try:
         attempt()

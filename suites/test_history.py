@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from harness.runner import impl, run
-from suites._history import histories, replay, replay_same
+from suites._history import examples, histories, replay, replay_same
 from suites.attention import test_attention as attention, test_sliding_window as sliding_window
 from suites.attention.configs import attn_configs, window_configs
 from suites.bert import test_distillation as distillation, test_models as models
@@ -100,36 +100,42 @@ def check_t5_relative_position_bias(target, cfg):
 
 
 @pytest.mark.needs("apply_rotary_embedding")
+@examples()
 @given(cfg=histories("apply_rotary_embedding", rope_calls(), keep=(("D", "base"), "dtype")))
 def test_apply_rotary_embedding(target, cfg):
     run(target, check_apply_rotary_embedding, cfg)
 
 
 @pytest.mark.needs("sinusoidal_position_embedding")
+@examples()
 @given(cfg=histories("sinusoidal_position_embedding", sinusoidal_configs(), keep=("dim",)))
 def test_sinusoidal_position_embedding(target, cfg):
     run(target, check_sinusoidal_position_embedding, cfg)
 
 
 @pytest.mark.needs("alibi_slopes")
+@examples()
 @given(cfg=histories("alibi_slopes", alibi_configs()))
 def test_alibi_slopes(target, cfg):
     run(target, check_alibi_slopes, cfg)
 
 
 @pytest.mark.needs("alibi_bias")
+@examples()
 @given(cfg=histories("alibi_bias", alibi_configs(), keep=("heads",)))
 def test_alibi_bias(target, cfg):
     run(target, check_alibi_bias, cfg)
 
 
 @pytest.mark.needs("t5_relative_position_bucket")
+@examples()
 @given(cfg=histories("t5_relative_position_bucket", t5_bucket_configs(), keep=(("num_buckets", "max_distance"),)))
 def test_t5_relative_position_bucket(target, cfg):
     run(target, check_t5_relative_position_bucket, cfg)
 
 
 @pytest.mark.needs("t5_relative_position_bias")
+@examples()
 @given(cfg=histories("t5_relative_position_bias", t5_bias_configs(square=True),
                      keep=(("heads", "num_buckets", "max_distance", "bidirectional"),)))
 def test_t5_relative_position_bias(target, cfg):
@@ -155,24 +161,28 @@ def check_residual_block(target, cfg):
 
 
 @pytest.mark.needs("scaled_dot_product_attention")
+@examples()
 @given(cfg=histories("scaled_dot_product_attention", attn_configs(), keep=(("hq", "hkv", "E", "Ev"), "dtype")))
 def test_scaled_dot_product_attention(target, cfg):
     run(target, check_scaled_dot_product_attention, cfg)
 
 
 @pytest.mark.needs("sliding_window_attention")
+@examples()
 @given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype")))
 def test_sliding_window_attention(target, cfg):
     run(target, check_sliding_window_attention, cfg)
 
 
 @pytest.mark.needs("attention_with_kvcache")
+@examples()
 @given(cfg=histories("attention_with_kvcache", kvc.decode_configs()))
 def test_attention_with_kvcache(target, cfg):
     run(target, check_attention_with_kvcache, cfg)
 
 
 @pytest.mark.needs("residual_block")
+@examples()
 @given(cfg=histories("residual_block", norm_configs(dtypes=wide_dtypes(), max_ns_dims=1, min_features=2),
                      keep=("normalized_shape", "dtype")))
 def test_residual_block(target, cfg):
@@ -206,13 +216,14 @@ def check_make_nsp_pairs(target, cfg):
 
 
 @pytest.mark.needs("distillation_loss")
+@examples()
 @given(cfg=histories("distillation_loss", distill_configs(), keep=("classes", "dtype")))
 def test_distillation_loss(target, cfg):
     run(target, check_distillation_loss, cfg)
 
 
 @pytest.mark.needs("build_inputs")
-@settings(phases=NO_SHRINK)
+@examples(phases=NO_SHRINK)
 @given(cfg=histories("build_inputs", inputs_configs()))
 def test_build_inputs(target, cfg):
     run(target, check_build_inputs, cfg)
@@ -226,14 +237,14 @@ def test_bert_embeddings(target, cfg):
 
 
 @pytest.mark.needs("mask_tokens")
-@settings(phases=NO_SHRINK)
+@examples(phases=NO_SHRINK)
 @given(cfg=histories("mask_tokens", mlm_configs("small"), keep=(("vocab_size", "mask_token_id"), "mlm_probability")))
 def test_mask_tokens(target, cfg):
     run(target, check_mask_tokens, cfg)
 
 
 @pytest.mark.needs("span_corruption")
-@settings(phases=NO_SHRINK)
+@examples(phases=NO_SHRINK)
 @given(cfg=histories("span_corruption", span_configs(), keep=(("noise_density", "mean_span_length"),)))
 def test_span_corruption(target, cfg):
     run(target, check_span_corruption, cfg)
