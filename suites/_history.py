@@ -39,6 +39,7 @@ from harness import runner
 from harness.configs import Config, HistoryConfig
 from harness.conventions import ConventionMismatch
 from harness.guard import ImplementationError
+from harness.isolation import WorkerLost
 
 #: at most this many other calls between the first call and its repeat
 MAX_OTHERS = 3
@@ -102,8 +103,8 @@ def judged(target, cfg: HistoryConfig, attempt: Callable[[], None]) -> None:
         attempt()
         return
     except AssertionError as exc:
-        if worker is None or key in failed or runner.not_implemented(exc):
-            raise  # (a NotImplementedError: passed over by run(), not a verdict)
+        if worker is None or key in failed or runner.not_implemented(exc) or isinstance(exc, WorkerLost):
+            raise  # (a NotImplementedError is passed over by run(); a crash or a timeout is its own verdict)
     worker.kill()
     try:
         attempt()
