@@ -238,7 +238,7 @@ def test_bert_embeddings(target, cfg):
 
 @pytest.mark.needs("mask_tokens")
 @examples(phases=NO_SHRINK)
-@given(cfg=histories("mask_tokens", mlm_configs("small"), keep=(("vocab_size", "mask_token_id"), "mlm_probability")))
+@given(cfg=histories("mask_tokens", mlm_configs("small"), keep=(("rows", "length"), ("vocab_size", "mask_token_id"), "mlm_probability")))
 def test_mask_tokens(target, cfg):
     run(target, check_mask_tokens, cfg)
 
