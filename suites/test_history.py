@@ -233,7 +233,7 @@ def test_build_inputs(target, cfg):
 
 @pytest.mark.needs("bert_embeddings")
 @settings(max_examples=5, phases=NO_SHRINK)
-@given(cfg=histories("bert_embeddings", embedding_configs(), keep=(("vocab_size", "hidden_size", "max_positions"),)))
+@given(cfg=histories("bert_embeddings", embedding_configs(), keep=(("vocab_size", "hidden_size"),)))  # (length <= max_positions: drawn together)
 def test_bert_embeddings(target, cfg):
     run(target, check_bert_embeddings, cfg)
 
