@@ -78,3 +78,20 @@ def load_families() -> None:
 
     for name in FAMILY_CONFIGS:
         importlib.import_module(name)
+
+
+@register
+@dataclass(frozen=True)
+class HistoryConfig(Config):
+    """Calls of one protocol function ``name`` on the same target, in order: ``calls`` holds each
+    call's configuration (a family's ``Config``) as its JSON text, so the whole history replays
+    from this one line (``suites/_history.py``)."""
+
+    name: str
+    calls: tuple[str, ...]
+
+    def configs(self) -> list[Config]:
+        return [Config.from_json(c) for c in self.calls]
+
+    def __str__(self) -> str:
+        return f"HistoryConfig({self.name}: " + "; ".join(str(c) for c in self.configs()) + ")"

@@ -16,21 +16,35 @@ class Outcome:
 
     ``labels``: named outcomes the check recorded (e.g. ``convention:bottom_right``), in order;
     ``unsupported``: (reason, config text) of each configuration passed over as unsupported;
-    ``checked``: how many configurations were checked (passed or failed)."""
+    ``checked``: how many configurations were checked (passed or failed);
+    ``reached``: how many configurations ``runner.run`` was given (drawn and not filtered out);
+    ``excluded``: (reason, config text) of each one a declared dtype or size ruled out before the
+    check (not counted in the cell: the target said so up front; a property with nothing else
+    reached is reported unsupported, not Hypothesis' Unsatisfiable)."""
 
     labels: list[str] = field(default_factory=list)
     unsupported: list[tuple[str, str]] = field(default_factory=list)
     checked: int = 0
+    reached: int = 0
+    excluded: list[tuple[str, str]] = field(default_factory=list)
+
+    def only_declarations_rejected(self) -> bool:
+        """Whether every configuration that reached the check was ruled out by what the target
+        declares or does not support, and at least one was (so a property that drew nothing else
+        is unsupported; one whose rejections have another cause stays Hypothesis' error)."""
+        rejected = len(self.unsupported) + len(self.excluded)
+        return self.checked == 0 and rejected > 0 and self.reached <= rejected
 
     def unsupported_summary(self) -> str | None:
         """What this test passed over, for the table: the most frequent reason and its first
         configuration, e.g. ``undeclared: ... (e.g. config AttnConfig(...))`` (a declared reason alone);
         None when nothing was."""
-        if not self.unsupported:
+        passed_over = self.unsupported or self.excluded
+        if not passed_over:
             return None
-        reasons = [r for r, _ in self.unsupported]
+        reasons = [r for r, _ in passed_over]
         top = max(dict.fromkeys(reasons), key=reasons.count)
-        first = next(c for r, c in self.unsupported if r == top)
+        first = next(c for r, c in passed_over if r == top)
         return f"{top} (e.g. config {first})" if top.startswith("undeclared") else top
 
     def unsupported_note(self) -> tuple[str, str] | None:

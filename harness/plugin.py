@@ -270,8 +270,8 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     except Unsatisfiable:
         target = _target_of(item)
-        if target is None or not target.outcome.unsupported or target.outcome.checked:
-            raise
+        if target is None or not target.outcome.only_declarations_rejected():
+            raise  # (rejected for another reason too: genuinely unsatisfiable, reported)
         pytest.skip(f"{runner.UNSUPPORTED} ({target.outcome.unsupported_summary()})")
     except Exception as exc:  # (an AssertionError, or Hypothesis' group of them)
         from harness.consistency import disagreement_of

@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 import pytest
 import torch
-from hypothesis import assume
 from hypothesis.errors import UnsatisfiedAssumption
 
 from harness import guard
@@ -123,6 +122,48 @@ def _reject(target: Target, reason: str, cfg: Config) -> None:
     if outcome.checked == 0 and len(outcome.unsupported) >= GIVE_UP_AFTER:
         pytest.skip(f"{UNSUPPORTED} ({outcome.unsupported_summary()})")
     raise ConfigUnsupported(reason)
+
+
+def declared_out(target: Target, cfg: Config) -> str | None:
+    """Why the target's declarations rule ``cfg`` out (``declared: ...``), or None when
+    ``target.supports(cfg)``."""
+    if target.supports(cfg):
+        return None
+    dtype = getattr(cfg, "dtype", None)
+    if dtype is not None and target.dtypes is not None and dtype not in target.dtypes:
+        return f"declared: HARNESS_DTYPES = {tuple(target.dtypes)!r} (this property draws other dtypes)"
+    if dtype in target.info.unsupported:
+        return f"declared: {dtype} is in HARNESS_UNSUPPORTED"
+    names = sorted(n for n, allowed in (target.sizes or {}).items()
+                   if isinstance(getattr(cfg, n, None), int) and getattr(cfg, n) not in allowed)
+    return f"declared: HARNESS_SIZES limits {', '.join(names) or 'a size'}"
+
+
+def exclude(target: Target, reason: str, cfg: Config) -> None:
+    """Pass over ``cfg``, which the target's declarations rule out (``reason``: ``declared:
+    ...``): Hypothesis draws another. Recorded in ``target.outcome.excluded``, so that a property
+    whose every configuration was ruled out is reported ``unsupported (declared: ...)`` (by the
+    plug-in, on Hypothesis' Unsatisfiable), never a failure."""
+    target.outcome.excluded.append((reason, str(cfg)))
+    raise ConfigUnsupported(reason)
+
+
+def within_declarations(target: Target, cfg: Config) -> None:
+    """Pass over ``cfg`` (``exclude``) when the target's declarations rule it out: for a check
+    that draws its configuration itself (a state machine's first step, a history's calls)."""
+    why = declared_out(target, cfg)
+    if why is not None:
+        exclude(target, why, cfg)
+
+
+def seed_call(target: Target, cfg: Config) -> None:
+    """Seed torch's global RNG (here and, isolated, in the worker before its next call) from
+    ``cfg.seed``, when it has one: a target that draws from it replays exactly."""
+    seed = getattr(cfg, "seed", None)
+    if seed is not None:
+        manual_seed(seed)
+        if target.worker is not None:
+            target.worker.next_seed = seed  # (in its worker: seeded before the example's first call)
 
 
 def record_label(target: Target, label: str) -> None:
@@ -241,13 +282,9 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
     plug-in reports the property's cell with the count of such configurations (``unsupported
     (...)`` when none could be checked)."""
     __tracebackhide__ = True  # pytest shows the message, not this frame
-    if not target.supports(cfg):
-        assume(False)  # a dtype or size the target declares it does not support: draw another
-    seed = getattr(cfg, "seed", None)
-    if seed is not None:
-        manual_seed(seed)  # a target that draws from torch's global RNG replays exactly
-        if target.worker is not None:
-            target.worker.next_seed = seed  # (in its worker: seeded before the example's first call)
+    target.outcome.reached += 1
+    within_declarations(target, cfg)  # a dtype or size the target declares it does not support: draw another
+    seed_call(target, cfg)
     try:
         result = check(target, cfg)
     except Missing:

@@ -136,3 +136,63 @@ def test_a_partly_supported_property_is_counted_partial_in_the_summary_line():
             {"property": "attention.gqa", "target": "k", "when": "call", "outcome": "passed", "label": None,
              "reason": ""}]
     assert summary_lines(rows) == ["k: pass 1, convention 0, partial 1, fail 0, unsupported 0, skipped 0"]
+
+
+#: a correct RoPE that declares float32 only (as a wrapper of rotary-embedding-torch 0.2.7 or 0.8.3
+#: may): rope.autocast draws only half dtypes, so it has nothing to draw for this target
+FLOAT32_ROPE = '''
+HARNESS_DTYPES = ("float32",)
+from reference.rope import apply_rotary_embedding as _reference
+
+
+def apply_rotary_embedding(x, positions, base=10000.0):
+    return _reference(x, positions, base)
+'''
+
+#: a property whose check rejects every configuration for a reason of its own (not a declaration)
+NEVER_SATISFIED = '''
+import pytest
+from hypothesis import assume, given
+from harness.runner import run
+from suites.positions.configs import rope_configs
+
+FAMILY = "unsat"
+pytestmark = pytest.mark.needs("apply_rotary_embedding")
+
+
+def check_never(target, cfg):
+    assume(False)
+
+
+@given(cfg=rope_configs())
+def test_never(target, cfg):
+    run(target, check_never, cfg)
+'''
+
+
+def test_a_declaration_that_leaves_nothing_to_draw_is_unsupported_not_unsatisfiable(pytester, tmp_path):
+    """Every configuration rope.autocast draws has a half dtype, which the target's HARNESS_DTYPES
+    excludes: the cell reads unsupported (declared: ...), never Hypothesis' Unsatisfiable; the
+    properties with float32 draws still run and pass."""
+    rope = tmp_path / "float32_rope.py"
+    rope.write_text(FLOAT32_ROPE)
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_rope.py"], [rope], "test_autocast or test_agreement",
+                       "--conformance-report", str(report))
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "Unsatisfiable" not in out, out[-3000:]
+    cells = conformance(report)
+    assert cells[("rope.autocast", str(rope))].startswith("unsupported (declared: HARNESS_DTYPES"), cells
+    assert cells[("rope.agreement", str(rope))] == "convention:interleaved"
+
+
+def test_a_genuinely_unsatisfiable_property_is_still_reported(pytester, tmp_path):
+    """Some draws are excluded by the declaration, the rest by the check's own assume(): the
+    property is not unsupported but unsatisfiable, and is failed as such."""
+    rope, suite = tmp_path / "float32_rope.py", tmp_path / "never_suite.py"
+    rope.write_text(FLOAT32_ROPE)
+    suite.write_text(NEVER_SATISFIED)
+    result = run_suite(pytester, [suite], [rope])
+    result.assert_outcomes(failed=1)
+    assert "Unsatisfiable" in result.stdout.str()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-from hypothesis import assume, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
@@ -30,7 +30,7 @@ from harness import guard, module_tensors
 from harness.configs import _SEED
 from harness.guard import ImplementationError
 from harness.isolation import is_module
-from harness.runner import impl, on_target
+from harness.runner import impl, on_target, within_declarations
 from suites.positions.configs import MAX_KEYS, BiasCallsConfig
 from suites.positions.helpers import expect_floating, guarded_step, module_devices, seed_sequence
 
@@ -156,7 +156,7 @@ def machine_for(target, spec: Spec, check: Callable):
         @initialize(cfg=spec.configs, seed=_SEED)
         def start(self, cfg, seed):
             self.cfg = BiasCallsConfig(**{**cfg, "seed": seed})
-            assume(target.supports(self.cfg))
+            within_declarations(target, self.cfg)
             seed_sequence(target, seed)
             self.version = 0
             self.session = self.guarded(lambda: Session(target, spec, self.cfg))

@@ -36,7 +36,7 @@ from suites.positions.configs import MAX_POSITION, RopeCallsConfig
 from harness.conventions import check_convention
 from harness.guard import ImplementationError, expect_tensor
 from harness.isolation import is_module
-from harness.runner import impl, record_label
+from harness.runner import impl, record_label, within_declarations
 from suites.positions.helpers import (PROBE_POSITIONS, guarded_step, layout_of, module_devices, rope_naive,
                                       rope_truth, seed_sequence)
 
@@ -163,7 +163,7 @@ def machine_for(target):
         @initialize(D=_EVEN_DIM, base=_BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=_SEED)
         def start(self, D, base, batch, heads, seed):
             self.cfg = RopeCallsConfig(D=D, base=base, batch=batch, heads=heads, seed=seed)
-            assume(target.supports(self.cfg))
+            within_declarations(target, self.cfg)
             seed_sequence(target, seed)
             self.session = self.guarded(lambda: Session(target, self.cfg))
 

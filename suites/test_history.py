@@ -1,0 +1,259 @@
+"""History independence of every protocol function: the same call gives the same answer after any
+other calls of the same name (long then short, an offset then none, other dtypes, batch sizes and
+scales). One property per function, ``history.<name>``; how a history is drawn and judged:
+``suites/_history.py``.
+
+Each property draws a first call, 1-3 other calls (sharing the first call's identity fields --
+the table below's ``keep`` -- with probability 1/2 each) and the first call again, and judges
+every call with the family's single-call check named beside it (the float64 reference under the
+tolerance policy), or, for the generator-driven samplers, the repeat against the first call
+exactly. The factories ``build_model`` and ``build_bert`` are not here: each call builds a new
+model, whose own calls ``models.dependency`` and ``models.param_count`` check.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness import tolerance
+from harness.runner import impl, run
+from suites._history import examples, histories, replay, replay_same
+from suites.attention import test_attention as attention, test_sliding_window as sliding_window
+from suites.attention.configs import attn_configs, window_configs
+from suites.bert import test_distillation as distillation, test_models as models
+from suites.bert.configs import (NO_SHRINK, distill_configs, embedding_configs, inputs_configs, mlm_configs,
+                                 nsp_configs, span_configs)
+from suites.bert.test_mlm import call_mask
+from suites.bert.test_span_corruption import call_span
+from suites.kvcache import configs as kvc, test_kvcache as kvcache
+from suites.norms import test_norm_placement as norm_placement
+from suites.norms.configs import norm_configs, wide_dtypes
+from suites.positions import (test_alibi as alibi, test_rope as rope, test_sinusoidal as sinusoidal,
+                              test_t5_bias as t5_bias, test_t5_bucket as t5_bucket)
+from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
+                                      t5_bucket_configs)
+
+FAMILY = "history"
+
+
+@st.composite
+def rope_calls(draw):
+    """RoPE calls where a positions cache is used: mostly contiguous positions ``offset +
+    arange(L)``, shared (L,), from 0 or a small offset (rotary-embedding-torch caches up to 8192)."""
+    cfg = draw(rope_configs())
+    offset = draw(st.sampled_from([0, 0, 1, 2]).flatmap(lambda k: st.just(0) if k == 0 else (
+        st.integers(1, 64) if k == 1 else st.integers(65, 4000))))  # 0 half the time
+    return dataclasses.replace(cfg, spread=draw(st.sampled_from([0, 0, 0, 8])),
+                               per_batch=draw(st.sampled_from([False, False, False, True])), offset=offset)
+
+
+def sinusoidal_table(target, cfg):
+    """The whole (num_positions, dim) table equals the float64 formula in the measured layout."""
+    layout = sinusoidal._layout(target, cfg)
+    N, d = cfg.num_positions, cfg.dim
+    pe = sinusoidal.call_pe(target, N, d)
+    tolerance.assert_close(pe, sinusoidal.truth(N, d, layout), sinusoidal.naive(N, d, layout, pe.dtype),
+                           dtype=pe.dtype, what=f"sinusoidal table ({N} positions, dim {d}, {layout})")
+
+
+def mask_once(target, cfg):
+    ids, special = cfg.batch()
+    return call_mask(target, cfg, ids, special, torch.Generator().manual_seed(cfg.seed % 2**31))
+
+
+def span_once(target, cfg):
+    return call_span(target, cfg, cfg.tokens(), torch.Generator().manual_seed(cfg.seed % 2**31))
+
+
+def nsp_once(target, cfg):
+    pairs = impl(target, "make_nsp_pairs")(cfg.corpus(), min(cfg.pairs, 256), generator=cfg.generator(1))
+    return [[torch.as_tensor(list(a)), torch.as_tensor(list(b)), int(label)] for a, b, label in pairs]
+
+
+# -- positions -----------------------------------------------------------------------------------
+
+def check_apply_rotary_embedding(target, cfg):
+    replay(target, cfg, rope.check_agreement)
+
+
+def check_sinusoidal_position_embedding(target, cfg):
+    replay(target, cfg, sinusoidal_table)
+
+
+def check_alibi_slopes(target, cfg):
+    replay(target, cfg, alibi.check_slopes)
+
+
+def check_alibi_bias(target, cfg):
+    replay(target, cfg, alibi.check_end_alignment)
+
+
+def check_t5_relative_position_bucket(target, cfg):
+    replay(target, cfg, t5_bucket.check_mesh_tf)
+
+
+def check_t5_relative_position_bias(target, cfg):
+    replay(target, cfg, t5_bias.check_lookup)
+
+
+@pytest.mark.needs("apply_rotary_embedding")
+@examples()
+@given(cfg=histories("apply_rotary_embedding", rope_calls(), keep=(("D", "base"), "dtype"),
+                     vary=("offset", "L", "dtype", ("batch", "heads"), ("spread", "per_batch"))))
+def test_apply_rotary_embedding(target, cfg):
+    run(target, check_apply_rotary_embedding, cfg)
+
+
+@pytest.mark.needs("sinusoidal_position_embedding")
+@examples()
+@given(cfg=histories("sinusoidal_position_embedding", sinusoidal_configs(), keep=("dim",)))
+def test_sinusoidal_position_embedding(target, cfg):
+    run(target, check_sinusoidal_position_embedding, cfg)
+
+
+@pytest.mark.needs("alibi_slopes")
+@examples()
+@given(cfg=histories("alibi_slopes", alibi_configs()))
+def test_alibi_slopes(target, cfg):
+    run(target, check_alibi_slopes, cfg)
+
+
+@pytest.mark.needs("alibi_bias")
+@examples()
+@given(cfg=histories("alibi_bias", alibi_configs(), keep=("heads",)))
+def test_alibi_bias(target, cfg):
+    run(target, check_alibi_bias, cfg)
+
+
+@pytest.mark.needs("t5_relative_position_bucket")
+@examples()
+@given(cfg=histories("t5_relative_position_bucket", t5_bucket_configs(), keep=(("num_buckets", "max_distance"),)))
+def test_t5_relative_position_bucket(target, cfg):
+    run(target, check_t5_relative_position_bucket, cfg)
+
+
+@pytest.mark.needs("t5_relative_position_bias")
+@examples()
+@given(cfg=histories("t5_relative_position_bias", t5_bias_configs(square=True),
+                     keep=(("heads", "num_buckets", "max_distance", "bidirectional"),)))
+def test_t5_relative_position_bias(target, cfg):
+    run(target, check_t5_relative_position_bias, cfg)
+
+
+# -- attention, KV cache, norms --------------------------------------------------------------------
+
+def check_scaled_dot_product_attention(target, cfg):
+    replay(target, cfg, attention.check_agreement)
+
+
+def check_sliding_window_attention(target, cfg):
+    replay(target, cfg, sliding_window.check_window_agreement)
+
+
+def check_attention_with_kvcache(target, cfg):
+    replay(target, cfg, kvcache.check_decode)
+
+
+def check_residual_block(target, cfg):
+    replay(target, cfg, norm_placement.check_placement)
+
+
+@pytest.mark.needs("scaled_dot_product_attention")
+@examples()
+@given(cfg=histories("scaled_dot_product_attention", attn_configs(), keep=(("hq", "hkv", "E", "Ev"), "dtype")))
+def test_scaled_dot_product_attention(target, cfg):
+    run(target, check_scaled_dot_product_attention, cfg)
+
+
+@pytest.mark.needs("sliding_window_attention")
+@examples()
+@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype")))
+def test_sliding_window_attention(target, cfg):
+    run(target, check_sliding_window_attention, cfg)
+
+
+@pytest.mark.needs("attention_with_kvcache")
+@examples()
+@given(cfg=histories("attention_with_kvcache", kvc.decode_configs()))
+def test_attention_with_kvcache(target, cfg):
+    run(target, check_attention_with_kvcache, cfg)
+
+
+@pytest.mark.needs("residual_block")
+@examples()
+@given(cfg=histories("residual_block", norm_configs(dtypes=wide_dtypes(), max_ns_dims=1, min_features=2),
+                     keep=("normalized_shape", "dtype")))
+def test_residual_block(target, cfg):
+    run(target, check_residual_block, cfg)
+
+
+# -- BERT-family objectives and inputs --------------------------------------------------------------
+
+def check_distillation_loss(target, cfg):
+    replay(target, cfg, distillation.check_agreement)
+
+
+def check_build_inputs(target, cfg):
+    replay(target, cfg, models.check_special_placement)
+
+
+def check_bert_embeddings(target, cfg):
+    replay(target, cfg, models.check_embedding_sum)
+
+
+def check_mask_tokens(target, cfg):
+    replay_same(target, cfg, mask_once)
+
+
+def check_span_corruption(target, cfg):
+    replay_same(target, cfg, span_once)
+
+
+def check_make_nsp_pairs(target, cfg):
+    replay_same(target, cfg, nsp_once)
+
+
+@pytest.mark.needs("distillation_loss")
+@examples()
+@given(cfg=histories("distillation_loss", distill_configs(), keep=("classes", "dtype")))
+def test_distillation_loss(target, cfg):
+    run(target, check_distillation_loss, cfg)
+
+
+@pytest.mark.needs("build_inputs")
+@examples(phases=NO_SHRINK)
+@given(cfg=histories("build_inputs", inputs_configs()))
+def test_build_inputs(target, cfg):
+    run(target, check_build_inputs, cfg)
+
+
+@pytest.mark.needs("bert_embeddings")
+@settings(max_examples=5, phases=NO_SHRINK)
+@given(cfg=histories("bert_embeddings", embedding_configs(), keep=(("vocab_size", "hidden_size"),)))  # (length <= max_positions: drawn together)
+def test_bert_embeddings(target, cfg):
+    run(target, check_bert_embeddings, cfg)
+
+
+@pytest.mark.needs("mask_tokens")
+@examples(phases=NO_SHRINK)
+@given(cfg=histories("mask_tokens", mlm_configs("small"), keep=(("rows", "length"), ("vocab_size", "mask_token_id"), "mlm_probability")))
+def test_mask_tokens(target, cfg):
+    run(target, check_mask_tokens, cfg)
+
+
+@pytest.mark.needs("span_corruption")
+@examples(phases=NO_SHRINK)
+@given(cfg=histories("span_corruption", span_configs(), keep=(("noise_density", "mean_span_length"),)))
+def test_span_corruption(target, cfg):
+    run(target, check_span_corruption, cfg)
+
+
+@pytest.mark.needs("make_nsp_pairs")
+@settings(max_examples=5, phases=NO_SHRINK)
+@given(cfg=histories("make_nsp_pairs", nsp_configs()))
+def test_make_nsp_pairs(target, cfg):
+    run(target, check_make_nsp_pairs, cfg)
