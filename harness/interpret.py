@@ -18,7 +18,10 @@ configuration, drawn or explicit):
   ``DEFAULT_TILES``), and an odd length (113, 203, ...) an odd one between ``T + 1`` and ``2T``;
   lengths up to ``2 max(T) + 1`` (all the small regime's) are kept, so ``fit`` is idempotent and
   a repro line replays the fitted configuration;
-- head dims, dtypes, heads and seeds are kept (they cost the interpreter little);
+- head dims, dtypes, heads and seeds are kept;
+- a property checks at most ``EXAMPLE_SHARE`` of the Hypothesis profile's examples (10 of the
+  ci and dev profiles' 30, the explicit tile-boundary examples first; ``over_budget``): the
+  examples past that pass without a call;
 - the per-call limit is ``TIMEOUT_FACTOR`` times ``--impl-timeout``.
 """
 from __future__ import annotations
@@ -35,6 +38,8 @@ INSTALL = "python -m pip install 'triton==3.9.0'"
 DEFAULT_TILES = (64,)
 #: the per-call limit of an interpreted target, as a multiple of ``--impl-timeout``
 TIMEOUT_FACTOR = 5.0
+#: the share of the Hypothesis profile's examples an interpreted target's property checks
+EXAMPLE_SHARE = 1 / 3
 #: the header's word for an interpreted target
 HEADER = "interpreted (TRITON_INTERPRET=1)"
 
@@ -68,6 +73,17 @@ def prepare(how: str) -> None:
 def interpreted() -> bool:
     """After the import: whether the target runs Triton kernels under the interpreter."""
     return os.environ.get(ENV) == "1" and "triton" in sys.modules
+
+
+def budget() -> int:
+    """Checks per property for an interpreted target: ``EXAMPLE_SHARE`` of the profile's examples
+    (at least every explicit example of the largest tile-boundary regime, 8)."""
+    from hypothesis import settings
+    return max(8, round(settings.default.max_examples * EXAMPLE_SHARE))
+
+
+def over_budget(checked: int) -> bool:
+    return checked >= budget()
 
 
 def missing_triton(exc: BaseException) -> bool:
