@@ -18,7 +18,9 @@ configuration, drawn or explicit):
   ``DEFAULT_TILES``), and an odd length (113, 203, ...) an odd one between ``T + 1`` and ``2T``;
   lengths up to ``2 max(T) + 1`` (all the small regime's) are kept, so ``fit`` is idempotent and
   a repro line replays the fitted configuration;
-- head dims, dtypes, heads and seeds are kept;
+- at most ``MAX_HEADS`` query heads: (Hq, Hkv) is halved while Hq is above it, keeping the group
+  ratio and several KV heads ((32, 4) -> (16, 2)) or MQA ((32, 1) -> (16, 1));
+- head dims, dtypes and seeds are kept;
 - a property checks at most ``EXAMPLE_SHARE`` of the Hypothesis profile's examples (10 of the
   ci and dev profiles' 30, the explicit tile-boundary examples first; ``over_budget``): the
   examples past that pass without a call;
@@ -38,6 +40,8 @@ INSTALL = "python -m pip install 'triton==3.9.0'"
 DEFAULT_TILES = (64,)
 #: the per-call limit of an interpreted target, as a multiple of ``--impl-timeout``
 TIMEOUT_FACTOR = 5.0
+#: the most query heads an interpreted call gets (``fit``)
+MAX_HEADS = 16
 #: the share of the Hypothesis profile's examples an interpreted target's property checks
 EXAMPLE_SHARE = 1 / 3
 #: the header's word for an interpreted target
@@ -126,4 +130,9 @@ def fit(cfg, tiles: tuple[int, ...] | None):
             continue
         if new != value:
             changes[name] = new
+    hq, hkv = getattr(cfg, "hq", None), getattr(cfg, "hkv", None)
+    if isinstance(hq, int) and isinstance(hkv, int) and hq > MAX_HEADS:
+        while hq > MAX_HEADS and hq % 2 == 0 and (hkv == 1 or hkv % 2 == 0):
+            hq, hkv = hq // 2, max(1, hkv // 2) if hkv > 1 else 1
+        changes.update(hq=hq, hkv=hkv)
     return dataclasses.replace(cfg, **changes) if changes else cfg
