@@ -44,6 +44,10 @@ TIMEOUT_FACTOR = 5.0
 MAX_HEADS = 16
 #: the share of the Hypothesis profile's examples an interpreted target's property checks
 EXAMPLE_SHARE = 1 / 3
+#: why ``harness bench`` records every point of an interpreted target as skipped
+BENCH_SKIP = ("interpreted (TRITON_INTERPRET=1): a Triton kernel run by Triton's interpreter on a CPU is "
+              "about 1000x slower than compiled, so its timings would measure the interpreter; run the "
+              "benchmark on a GPU, where the kernel is compiled")
 #: the header's word for an interpreted target
 HEADER = "interpreted (TRITON_INTERPRET=1)"
 
