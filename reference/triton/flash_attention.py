@@ -43,8 +43,10 @@ BLOCK = 64
 @triton.jit
 def _dot(a, b, ACC: tl.constexpr, DOT: tl.constexpr):
     """a @ b accumulated in ACC, the operands in DOT (their own dtype, except bfloat16 under the
-    interpreter: triton 3.9's interpreter misreads bfloat16 operands of tl.dot, so they go as float32)."""
-    return tl.dot(a.to(DOT), b.to(DOT), out_dtype=ACC)
+    interpreter: triton 3.9's interpreter misreads bfloat16 operands of tl.dot, so they go as float32).
+    ``ieee``: float32 operands are multiplied in float32, not tf32 (a reference is held to float32's
+    tolerance); it changes nothing for the other dtypes."""
+    return tl.dot(a.to(DOT), b.to(DOT), out_dtype=ACC, input_precision="ieee")
 
 
 @triton.jit
