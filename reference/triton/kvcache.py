@@ -93,8 +93,9 @@ def _decode(Q, KC, VC, KN, VN, SEQ, O, scale, Lq, Lnew, Smax, Hq, group, window,
 def _rotary(x, positions, cos_table, sin_table, interleaved):
     """x (B, H, N, E) rotated over its first R dims at positions (B, N)."""
     R = 2 * cos_table.shape[-1]
-    cos = cos_table[positions].float().contiguous()  # (B, N, R/2)
-    sin = sin_table[positions].float().contiguous()
+    table = torch.float64 if x.dtype == torch.float64 else torch.float32
+    cos = cos_table[positions].to(table).contiguous()  # (B, N, R/2)
+    sin = sin_table[positions].to(table).contiguous()
     return torch.cat([rotate(x[..., :R], cos, sin, interleaved), x[..., R:]], dim=-1)
 
 

@@ -7,8 +7,9 @@
     rotate_half:  pairs (i, i + D/2)   (GPT-NeoX, Hugging Face Llama)
 
 As RoPE kernels take them (FlashAttention's, liger's), the cos/sin tables (B or 1, L, D/2) are
-built outside the kernel, here in float64 from the positions and rounded to float32 once. The
-kernel rotates a (BLOCK_L, D/2) tile of pairs of one (batch, head) per program, in float32.
+built outside the kernel, here in float64 from the positions and rounded to float32 once (kept
+in float64 for float64 inputs). The kernel rotates a (BLOCK_L, D/2) tile of pairs of one
+(batch, head) per program, in float32 (float64 for float64 inputs).
 This module's ``apply_rotary_embedding`` uses rotate-half pairs; ``rope_interleaved`` (the
 other module) the interleaved ones. The backward is the rotation by -angle (the same kernel).
 """
@@ -26,7 +27,7 @@ BLOCK_L = 64
 
 @triton.jit
 def _rope(X, COS, SIN, Y, H, L, D, sxb, sxh, sxl, stab, sign,
-          HALF: tl.constexpr, INTERLEAVED: tl.constexpr, BLOCK_L: tl.constexpr):
+          HALF: tl.constexpr, INTERLEAVED: tl.constexpr, BLOCK_L: tl.constexpr, ACC: tl.constexpr):
     """One (BLOCK_L, D/2) tile of pairs of x[b, h]; ``sign`` = -1 rotates backwards (the
     gradient); ``stab`` is 0 when one table serves every batch row. Y is contiguous."""
     start = tl.program_id(0) * BLOCK_L
@@ -40,22 +41,23 @@ def _rope(X, COS, SIN, Y, H, L, D, sxb, sxh, sxl, stab, sign,
     else:
         first, second = i, i + D // 2
     x_at = X + b * sxb + h * sxh + rows[:, None] * sxl
-    a = tl.load(x_at + first[None, :], mask=inside, other=0.0).to(tl.float32)
-    c = tl.load(x_at + second[None, :], mask=inside, other=0.0).to(tl.float32)
+    a = tl.load(x_at + first[None, :], mask=inside, other=0.0).to(ACC)
+    c = tl.load(x_at + second[None, :], mask=inside, other=0.0).to(ACC)
     t_at = b * stab + rows[:, None] * (D // 2) + i[None, :]
-    cos = tl.load(COS + t_at, mask=inside, other=1.0)
-    sin = tl.load(SIN + t_at, mask=inside, other=0.0) * sign
+    cos = tl.load(COS + t_at, mask=inside, other=1.0).to(ACC)
+    sin = tl.load(SIN + t_at, mask=inside, other=0.0).to(ACC) * sign
     y_at = Y + ((b * H + h) * L + rows[:, None]) * D
     tl.store(y_at + first[None, :], (a * cos - c * sin).to(Y.dtype.element_ty), mask=inside)
     tl.store(y_at + second[None, :], (a * sin + c * cos).to(Y.dtype.element_ty), mask=inside)
 
 
-def rope_tables(positions: torch.Tensor, dim: int, base: float, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin (P, L, D/2) float32 for positions (L,) (P = 1) or (B, L) (P = B): float64 angles."""
+def rope_tables(positions: torch.Tensor, dim: int, base: float, device, dtype=torch.float32):
+    """cos, sin (P, L, D/2) in ``dtype`` (float32; float64 for float64 inputs) for positions (L,)
+    (P = 1) or (B, L) (P = B): float64 angles."""
     theta = float(base) ** (-2.0 * torch.arange(dim // 2, dtype=torch.float64) / dim)
     pos = positions.to(torch.float64).cpu()
     angles = (pos.reshape(-1, pos.shape[-1])[..., None] * theta)
-    return (angles.cos().float().contiguous().to(device), angles.sin().float().contiguous().to(device))
+    return (angles.cos().to(dtype).contiguous().to(device), angles.sin().to(dtype).contiguous().to(device))
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool, sign: float = 1.0):
@@ -70,7 +72,8 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: b
         stab = 0 if cos.shape[0] == 1 else cos.stride(0)
         _rope[(triton.cdiv(L, BLOCK_L), B * H)](x, cos, sin, y, H, L, D, xs[0], xs[1], xs[2], stab, sign,
                                                 HALF=triton.next_power_of_2(max(D // 2, 1)),
-                                                INTERLEAVED=interleaved, BLOCK_L=BLOCK_L)
+                                                INTERLEAVED=interleaved, BLOCK_L=BLOCK_L,
+                                                ACC=tl.float64 if x.dtype == torch.float64 else tl.float32)
     return y
 
 
@@ -91,7 +94,8 @@ def rope(x, positions, base=10000.0, interleaved=False):
     """RoPE of x (B, H, L, D) at positions (L,) or (B, L)."""
     if x.shape[-1] % 2:
         raise ValueError(f"RoPE needs an even head dim, got {x.shape[-1]}")
-    cos, sin = rope_tables(positions, x.shape[-1], base, x.device)
+    table = torch.float64 if x.dtype == torch.float64 else torch.float32
+    cos, sin = rope_tables(positions, x.shape[-1], base, x.device, table)
     return _Rope.apply(x, cos, sin, interleaved)
 
 
