@@ -39,7 +39,7 @@ INSTALL = "python -m pip install 'triton==3.9.0'"
 #: the block sizes of a Triton target that declares none (``HARNESS_TILES``)
 DEFAULT_TILES = (64,)
 #: the per-call limit of an interpreted target, as a multiple of ``--impl-timeout``
-TIMEOUT_FACTOR = 5.0
+TIMEOUT_FACTOR = 10.0
 #: the most query heads an interpreted call gets (``fit``)
 MAX_HEADS = 16
 #: the share of the Hypothesis profile's examples an interpreted target's property checks

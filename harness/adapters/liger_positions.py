@@ -8,7 +8,11 @@
   convention ``rope_layout = rotate_half``. The tables are built here in float64 and passed in
   float32 (Hugging Face passes them in the activations' dtype; float32 is the more accurate of
   the two). liger rotates q and k together; the adapter passes x as q and a one-head copy as k.
-  On a CPU the harness runs the kernel under Triton's interpreter.
+  On a CPU the harness runs the kernel under Triton's interpreter. liger rotates q IN PLACE
+  when q's (B, L, H, D) view is contiguous (H = 1: the transpose is then free), and its backward
+  writes into the incoming gradient the same way (the harness's in-place check caught both on
+  the adapter's first run); Hugging Face's callers never reuse either, so the adapter gives it a
+  copy of x and a fresh gradient.
 
 What of liger-kernel 0.8.5 does NOT run under the interpreter (triton 3.9), and so has no
 adapter: its LayerNorm, RMSNorm and SwiGLU kernels stop with ``'float' object has no attribute
@@ -37,5 +41,5 @@ def apply_rotary_embedding(x, positions, base=10000.0):
     """x (B, H, L, D) at positions (L,) or (B, L), through liger's kernel; output like x."""
     cos, sin = _tables(positions, x.shape[-1], base, x.device)
     k = x[:, :1].detach().clone()  # liger rotates q and k together; one head of k is enough
-    q_out, _ = LigerRopeFunction.apply(x, k, cos, sin)
-    return q_out
+    q_out, _ = LigerRopeFunction.apply(x.clone(), k, cos, sin)  # a copy: it may rotate q in place
+    return q_out * 1.0  # a fresh gradient for its backward, which may write into it in place
