@@ -62,3 +62,19 @@ def test_correct_triton_kernel_passes(pytester, module, suites, k):
     assert "interpreted (TRITON_INTERPRET=1)" in out
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 1, out[-3000:]
+
+
+def test_liger_rope_adapter_passes_under_the_interpreter(pytester):
+    """liger-kernel 0.8.5's Triton RoPE (``harness.adapters.liger_positions``) runs interpreted
+    and passes the RoPE agreement and its backward, with its convention named."""
+    why = None if importlib.util.find_spec("liger_kernel") else \
+        "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
+    if why and os.environ.get("HARNESS_REQUIRE_TRITON"):
+        pytest.fail(f"required here ($HARNESS_REQUIRE_TRITON): {why}")
+    if why:
+        pytest.skip(why)
+    result = run_suite(pytester, ["test_rope.py", "test_position_grad.py"], ["harness.adapters.liger_positions"],
+                       "test_agreement or test_rope_dx")
+    out = result.stdout.str()
+    assert "interpreted (TRITON_INTERPRET=1)" in out
+    result.assert_outcomes(passed=2)
