@@ -4,6 +4,7 @@
     HARNESS_DTYPES = ("float16", "bfloat16")                    # dtypes it supports
     HARNESS_SIZES = {"E": range(16, 257, 8)}                    # config field -> allowed values
     HARNESS_UNSUPPORTED = {"attn_mask", "dropout", "float64"}   # features it does not take
+    HARNESS_TILES = (64,)                                       # a Triton kernel's block sizes
 
 A declaration that cannot mean anything (``HARNESS_DTYPES = 7``, a string where a tuple belongs,
 an empty range, an unknown convention value) is a ``DeclarationError``: the target does not load,
@@ -97,6 +98,22 @@ def sizes(module: ModuleType, fields: set[str] | None = None) -> dict[str, range
                                    f"configuration could be drawn")
         out[str(key)] = values
     return out
+
+
+def tiles(module: ModuleType) -> tuple[int, ...] | None:
+    """``HARNESS_TILES``: the block sizes of a tiled kernel (``harness.interpret`` fits the
+    tile-boundary regime to them when the kernel runs under Triton's interpreter)."""
+    declared = _get(module, "HARNESS_TILES")
+    if declared is None:
+        return None
+    if isinstance(declared, int) and not isinstance(declared, bool):
+        raise DeclarationError(f"HARNESS_TILES = {declared!r} is a single value where a tuple belongs; "
+                               f"write ({declared},)")
+    if not isinstance(declared, (tuple, list)) or not declared or not all(
+            isinstance(t, int) and not isinstance(t, bool) and t >= 2 for t in declared):
+        raise DeclarationError(f"HARNESS_TILES = {declared!r}: expected a tuple of block sizes (ints >= 2) "
+                               f"such as (64,) or (64, 128)")
+    return tuple(declared)
 
 
 #: what a target may declare it does not support (``HARNESS_UNSUPPORTED``): the properties and

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from harness import configs, guard, options, wire
+from harness.interpret import INSTALL, TIMEOUT_FACTOR
 from harness.handles import Remote, _renamed, is_module, is_remote, named  # noqa: F401  (re-exported)
 
 #: the import of a target may take longer than a call (``--import-timeout``)
@@ -93,11 +94,12 @@ class Worker:
     """The harness's end of one target's worker process."""
 
     def __init__(self, spec: str, timeout: float | None = None, import_timeout: float | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, interpret: str = "off"):
         self.spec = spec
         self.timeout = guard.DEFAULT_TIMEOUT if timeout is None else float(timeout)
         self.import_timeout = DEFAULT_IMPORT_TIMEOUT if import_timeout is None else float(import_timeout)
         self.threads = threads
+        self.interpret = interpret  # harness.interpret.mode: TRITON_INTERPRET in the worker
         self.generation = 0
         self.process = self.conn = None
         self.garbage: list[int] = []
@@ -115,13 +117,15 @@ class Worker:
         from harness.loader import TargetInfo
         try:
             self._spawn()
-            self.info = self.request(("load", self.spec), f"import of {self.spec}", timeout=self.import_timeout,
-                                     limit_name="--import-timeout")
+            self.info = self.request(("load", self.spec, self.interpret), f"import of {self.spec}",
+                                     timeout=self.import_timeout, limit_name="--import-timeout")
+            if self.info.interpreted:  # Triton's interpreter: a per-call limit sized for it
+                self.timeout *= TIMEOUT_FACTOR
         except guard.ImplementationError as exc:
             cause = exc.__cause__
             if isinstance(cause, TargetRaised):
                 text = f"{cause.type_name}: {cause.message}"
-                if cause.where:
+                if cause.where and INSTALL not in cause.message:
                     text += "\n" + _trimmed_traceback(cause.where)
             else:
                 text = str(exc)
@@ -146,7 +150,7 @@ class Worker:
 
     def _restart(self) -> None:
         self._spawn()
-        info = self.request(("load", self.spec), f"import of {self.spec} (restarting its worker)",
+        info = self.request(("load", self.spec, self.interpret), f"import of {self.spec} (restarting its worker)",
                             timeout=self.import_timeout, limit_name="--import-timeout")
         if info.load_error:
             raise guard.ImplementationError(f"restarting the worker of {self.spec!r}: {info.load_error}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness import declarations, protocol, provided
+from harness import declarations, interpret, protocol, provided
 from harness.guard import DEFAULT_TIMEOUT, CallLimit
 from harness.options import DEFAULT_TARGET  # noqa: F401  (the target without --impl; the plug-in reads it here)
 from harness.outcome import Outcome
@@ -38,6 +38,10 @@ class TargetInfo:
     conventions: dict[str, str] = field(default_factory=dict)
     #: features it declares it does not support (``HARNESS_UNSUPPORTED``)
     unsupported: frozenset = frozenset()
+    #: the block sizes it declares (``HARNESS_TILES``)
+    tiles: tuple[int, ...] | None = None
+    #: its Triton kernels run under Triton's interpreter (``harness.interpret``)
+    interpreted: bool = False
     #: why it does not load (import error, broken declaration, hang, crash); None when it does
     load_error: str | None = None
     #: protocol names it imports from a third-party library and does not provide (``harness.provided``):
@@ -193,6 +197,7 @@ def describe_module(spec: str, module: ModuleType) -> TargetInfo:
         info.sizes = declarations.sizes(module, declarations.config_fields())
         info.conventions = declarations.conventions(module)
         info.unsupported = declarations.unsupported(module)
+        info.tiles = declarations.tiles(module)
     except declarations.DeclarationError as exc:
         info.load_error = f"broken declaration: {exc}"
     return info
@@ -248,34 +253,50 @@ def _import_file(path: str) -> ModuleType:
 
 def import_spec(spec: str) -> ModuleType:
     """Import ``spec`` (``pkg.mod`` or ``path/to/file.py``); raises what the import raises."""
-    if spec.endswith(".py") or os.sep in spec or "/" in spec:
-        if not os.path.exists(spec):
-            raise FileNotFoundError(f"no such file: {spec!r}")
-        return _import_file(spec)
-    return importlib.import_module(spec)
+    try:
+        if spec.endswith(".py") or os.sep in spec or "/" in spec:
+            if not os.path.exists(spec):
+                raise FileNotFoundError(f"no such file: {spec!r}")
+            return _import_file(spec)
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        if interpret.missing_triton(exc):
+            raise ModuleNotFoundError(interpret.missing_message(spec), name="triton") from None
+        raise
 
 
 def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
                 isolation: str = "none", timeout: float | None = None,
-                import_timeout: float | None = None, threads: int | None = None) -> Target:
+                import_timeout: float | None = None, threads: int | None = None,
+                triton_interpret: bool = False) -> Target:
     """Load ``spec`` without raising: in this process (``isolation="none"``) or in a worker
     process (``"process"``: ``harness.isolation``). A target that does not load is a ``Target``
-    whose ``load_error`` says why (cause, file:line, the first lines of its traceback)."""
+    whose ``load_error`` says why (cause, file:line, the first lines of its traceback). On a CPU
+    device (or with ``triton_interpret``) Triton kernels run under the interpreter
+    (``harness.interpret``), with a per-call limit ``interpret.TIMEOUT_FACTOR`` times longer."""
+    how = interpret.mode(device, triton_interpret)
     target = Target(spec=spec, cli_conventions=dict(cli_conventions or {}), device=device,
                     limit=CallLimit(DEFAULT_TIMEOUT if timeout is None else float(timeout)))
     if isolation == "process":
         from harness import isolation as iso
-        target.worker = iso.Worker(spec, timeout=timeout, import_timeout=import_timeout, threads=threads)
+        target.worker = iso.Worker(spec, timeout=timeout, import_timeout=import_timeout, threads=threads,
+                                   interpret=how)
         target.info = target.worker.start()
+        if target.info.interpreted:
+            target.limit.seconds *= interpret.TIMEOUT_FACTOR
         return target
     if isolation != "none":
         raise ValueError(f"isolation must be 'process' or 'none', got {isolation!r}")
     try:
+        interpret.prepare(how)
         target.module = import_spec(spec)
     except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
         target.info = TargetInfo(load_error=format_load_error(exc, spec))
         return target
     target.info = describe_module(spec, target.module)
+    target.info.interpreted = interpret.interpreted()
+    if target.info.interpreted:
+        target.limit.seconds *= interpret.TIMEOUT_FACTOR
     return target
 
 
@@ -283,6 +304,8 @@ def format_load_error(exc: BaseException, spec: str) -> str:
     """One clear load error: the exception, where the target raised it, and the first lines of
     its traceback (the chained exceptions' tracebacks are left out)."""
     head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if interpret.missing_triton(exc) and interpret.INSTALL in str(exc):
+        return head  # one line that says what to install; the import's frames add nothing
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith("<frozen") and f.filename != __file__]
     where = _innermost_frame(exc, spec)

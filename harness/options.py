@@ -63,6 +63,14 @@ def add_device(p, default: str = "cpu", help: str | None = None) -> None:
     p.add_argument("--device", default=default, metavar="DEVICE", help=help or f"torch device (default {default})")
 
 
+def add_triton_interpret(p) -> None:
+    """``--triton-interpret``: run Triton targets under Triton's interpreter (``TRITON_INTERPRET=1``,
+    ``harness.interpret``) on any device; on a CPU device they are interpreted without it."""
+    p.add_argument("--triton-interpret", action="store_true", default=False,
+                   help="run Triton kernels under Triton's interpreter even on a GPU (on a CPU device "
+                        "they always are)")
+
+
 def add_resume_overwrite(p, resume_help: str, overwrite_help: str) -> None:
     """``--resume`` / ``--overwrite``, mutually exclusive: what to do with a run folder that holds
     earlier results (without either, such a folder is refused)."""

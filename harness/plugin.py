@@ -65,6 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the conformance table (CSV, Markdown, JSON) into DIR")
     group.addoption("--device", default="cpu", metavar="DEVICE",
                     help="device for the suites' tensors: cpu, cuda, or auto (default cpu)")
+    group.addoption("--triton-interpret", action="store_true", default=False,
+                    help="run Triton kernels under Triton's interpreter (TRITON_INTERPRET=1) even on a GPU; "
+                         "on a CPU device they always are")
     group.addoption("--hide-skipped", action="store_const", const=True, default=None, dest="hide_skipped",
                     help="leave the rows where every target was skipped out of the terminal's conformance "
                          "table (default: when they are most of the rows); the written CSV/MD/JSON keep them")
@@ -143,7 +146,8 @@ def targets(config: pytest.Config):
         threads = config.getoption("torch_threads") or 1
         config.stash[_TARGETS_KEY] = [
             load_target(s, conventions, device, isolation=iso, timeout=config.getoption("impl_timeout"),
-                        import_timeout=config.getoption("import_timeout"), threads=threads)
+                        import_timeout=config.getoption("import_timeout"), threads=threads,
+                        triton_interpret=config.getoption("triton_interpret", False))
             for s in target_specs(config)]
     return config.stash[_TARGETS_KEY]
 
@@ -177,6 +181,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
             for name, source in t.info.ignored.items():
                 lines.append(f"  ignored: {provided.ignored_line(name, source)}")
+            if t.info.interpreted:
+                from harness import interpret
+                lines.append(f"  {interpret.HEADER}: tiles {t.info.tiles or interpret.DEFAULT_TILES} "
+                             f"(lengths fitted to them), at most {interpret.budget()} checks per property, "
+                             f"per-call limit {t.limit.seconds:g} s")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")
             if t.sizes:

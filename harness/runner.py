@@ -282,6 +282,11 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
     plug-in reports the property's cell with the count of such configurations (``unsupported
     (...)`` when none could be checked)."""
     __tracebackhide__ = True  # pytest shows the message, not this frame
+    if target.info.interpreted:  # Triton's interpreter: the kernel's own tile boundaries, fewer checks
+        from harness.interpret import fit, over_budget
+        if over_budget(target.outcome.checked):
+            return None
+        cfg = fit(cfg, target.info.tiles)
     target.outcome.reached += 1
     within_declarations(target, cfg)  # a dtype or size the target declares it does not support: draw another
     seed_call(target, cfg)

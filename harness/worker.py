@@ -7,7 +7,7 @@ Whatever the target does to torch, to signals, to threads or to its own process 
 and the harness kills the whole process group on a timeout.
 
 Requests (``wire``-pickled tuples) and what they return:
-  ("load", spec)                         -> TargetInfo (import under output capture)
+  ("load", spec, how)                    -> TargetInfo (import under output capture; how: harness.interpret.mode)
   ("lookup", name)                       -> the attribute, exported (see ``export``)
   ("call", ref, args, kwargs, ctx)       -> ref(*args, **kwargs), exported; with ctx["mutable"]
                                             (``guard.MUTABLE``: the arguments it may write into)
@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from harness import guard, loader, target_ops, wire
+from harness import guard, interpret, loader, target_ops, wire
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
           range, slice, type(Ellipsis))
@@ -116,10 +116,13 @@ class Worker:
                                          "", reply[2] if reply[0] == "ok" else None, False))
             self.conn.send_bytes(payload)
 
-    def op_load(self, spec: str):
+    def op_load(self, spec: str, how: str = "off"):
         self.spec = spec
+        interpret.prepare(how)  # TRITON_INTERPRET before the target's kernels are decorated
         self.module = loader.import_spec(spec)
-        return loader.describe_module(spec, self.module)
+        info = loader.describe_module(spec, self.module)
+        info.interpreted = interpret.interpreted()
+        return info
 
     def op_lookup(self, name: str):
         try:

@@ -258,7 +258,7 @@ def test_isolated_load_error_names_cause_and_line(write, isolated):
 
 def test_module_getattr_that_raises_breaks_that_name_only(write):
     path = write("lazy.py", "HARNESS_DTYPES = None\nHARNESS_SIZES = None\nHARNESS_CONVENTIONS = None\n"
-                            "HARNESS_UNSUPPORTED = None\n"
+                            "HARNESS_UNSUPPORTED = None\nHARNESS_TILES = None\n"
                             "def __getattr__(name):\n    raise RuntimeError('lazy ' + name)\n")
     target = load_target(path)
     assert target.load_error is None
@@ -268,6 +268,8 @@ def test_module_getattr_that_raises_breaks_that_name_only(write):
 
 @pytest.mark.parametrize("decl,message", [
     ("HARNESS_DTYPES = 7", "HARNESS_DTYPES = 7: expected a tuple"),
+    ("HARNESS_TILES = 64", "HARNESS_TILES = 64 is a single value where a tuple belongs; write (64,)"),
+    ("HARNESS_TILES = (64, 'x')", "expected a tuple of block sizes"),
     ("HARNESS_DTYPES = ('float8',)", "unknown dtype(s) ['float8']"),
     ("HARNESS_DTYPES = ()", "empty, so no configuration could be drawn"),
     ("import torch\nHARNESS_DTYPES = torch.float16", "single value where a tuple belongs; write ('float16',)"),

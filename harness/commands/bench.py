@@ -251,6 +251,9 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     ctx.state["deadline"] = deadline  # the CPU scaling sweep validates no size after it
     runner = PointRunner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
                     budget_s=budget)
+    if target.info.interpreted:  # Triton's interpreter: correct, ~1000x slower than compiled
+        from harness.interpret import BENCH_SKIP
+        runner.skip_all = BENCH_SKIP
     ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []
     for name in suites:

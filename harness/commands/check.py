@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
                              "process, for debugging with pdb")
     options.add_impl_timeout(p)
     options.add_import_timeout(p)
+    options.add_triton_interpret(p)
     p.add_argument("--require-consistent", action="store_true",
                    help="several --impl targets (one library's backends): exit 1 when they measure different "
                         "conventions or give different outputs on the same inputs (the consistency section)")
@@ -49,6 +50,8 @@ def pytest_argv(args) -> list[str]:
         argv += ["--impl-timeout", str(args.impl_timeout)]
     if args.import_timeout is not None:
         argv += ["--import-timeout", str(args.import_timeout)]
+    if getattr(args, "triton_interpret", False):
+        argv += ["--triton-interpret"]
     if args.profile:
         argv += ["--hypothesis-profile", f"harness-{args.profile}"]
     if getattr(args, "require_consistent", False):

@@ -1,0 +1,142 @@
+"""Triton targets on a CPU: the interpreter, and the profile sized for it.
+
+A target whose module uses Triton (``@triton.jit`` kernels) cannot run compiled without a GPU.
+Triton's interpreter (``TRITON_INTERPRET=1``, read by ``triton.jit`` when it decorates a kernel)
+runs the same kernels on CPU tensors, program by program in numpy. So when the device is a CPU
+(or ``--triton-interpret`` forces it), the target's process sets ``TRITON_INTERPRET=1`` before
+it imports the target (``prepare``). The variable does nothing for a target that never imports
+triton (torch does not import it), so it is set for every such process where triton is
+installed; a target counts as *interpreted* when triton was imported with it (``interpreted``).
+
+An interpreted kernel is about 1000x slower than a compiled one, so the suites run it on a
+profile sized for the interpreter (``fit``, applied by ``harness.runner.run`` to every
+configuration, drawn or explicit):
+
+- every length of a tile-boundary regime (``harness.regimes``: 1023-token prefills, 2048-key
+  decodes) becomes the kernel's own boundary class: ``T - 1``, ``T``, ``T + 1``, ``2T - 1``,
+  ``2T + 1`` for the block sizes ``T`` it declares (``HARNESS_TILES = (64,)``; default
+  ``DEFAULT_TILES``), and an odd length (113, 203, ...) an odd one between ``T + 1`` and ``2T``;
+  lengths up to ``2 max(T) + 1`` (all the small regime's) are kept, so ``fit`` is idempotent and
+  a repro line replays the fitted configuration;
+- at most ``MAX_HEADS`` query heads: (Hq, Hkv) is halved while Hq is above it, keeping the group
+  ratio and several KV heads ((32, 4) -> (16, 2)) or MQA ((32, 1) -> (16, 1));
+- head dims, dtypes and seeds are kept;
+- a property checks at most ``EXAMPLE_SHARE`` of the Hypothesis profile's examples (10 of the
+  ci and dev profiles' 30, the explicit tile-boundary examples first; ``over_budget``): the
+  examples past that pass without a call;
+- the per-call limit is ``TIMEOUT_FACTOR`` times ``--impl-timeout``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+
+ENV = "TRITON_INTERPRET"
+#: the line a Triton target without triton installed is told (also the README's)
+INSTALL = "python -m pip install 'triton==3.9.0'"
+#: the block sizes of a Triton target that declares none (``HARNESS_TILES``)
+DEFAULT_TILES = (64,)
+#: the per-call limit of an interpreted target, as a multiple of ``--impl-timeout``
+TIMEOUT_FACTOR = 10.0
+#: the most query heads an interpreted call gets (``fit``)
+MAX_HEADS = 16
+#: the share of the Hypothesis profile's examples an interpreted target's property checks
+EXAMPLE_SHARE = 1 / 3
+#: why ``harness bench`` records every point of an interpreted target as skipped
+BENCH_SKIP = ("interpreted (TRITON_INTERPRET=1): a Triton kernel run by Triton's interpreter on a CPU is "
+              "about 1000x slower than compiled, so its timings would measure the interpreter; run the "
+              "benchmark on a GPU, where the kernel is compiled")
+#: the header's word for an interpreted target
+HEADER = "interpreted (TRITON_INTERPRET=1)"
+
+#: per configuration class: the fields that are sequence lengths (a tuple field: each element)
+LENGTH_FIELDS = {
+    "AttnConfig": ("L", "S"),
+    "WindowConfig": ("L", "S", "window"),
+    "DropoutConfig": ("L", "S"),
+    "KVCacheConfig": ("chunks", "lengths", "slack", "window"),
+    "RopeConfig": ("L",),
+    "NormConfig": ("lead",),
+}
+
+
+def mode(device: str, force: bool = False) -> str:
+    """``"force"`` (``--triton-interpret``), ``"auto"`` (a CPU device) or ``"off"``."""
+    if force:
+        return "force"
+    return "auto" if str(device).split(":")[0] == "cpu" else "off"
+
+
+def prepare(how: str) -> None:
+    """Before the target is imported: set ``TRITON_INTERPRET=1`` (``"force"``; ``"auto"``: unless
+    the environment already sets it, and only where triton is installed)."""
+    if how == "force":
+        os.environ[ENV] = "1"
+    elif how == "auto" and importlib.util.find_spec("triton") is not None:
+        os.environ.setdefault(ENV, "1")
+
+
+def interpreted() -> bool:
+    """After the import: whether the target runs Triton kernels under the interpreter."""
+    return os.environ.get(ENV) == "1" and "triton" in sys.modules
+
+
+def budget() -> int:
+    """Checks per property for an interpreted target: ``EXAMPLE_SHARE`` of the profile's examples
+    (at least every explicit example of the largest tile-boundary regime, 8)."""
+    from hypothesis import settings
+    return max(8, round(settings.default.max_examples * EXAMPLE_SHARE))
+
+
+def over_budget(checked: int) -> bool:
+    return checked >= budget()
+
+
+def missing_triton(exc: BaseException) -> bool:
+    return isinstance(exc, ModuleNotFoundError) and str(getattr(exc, "name", "") or "").split(".")[0] == "triton"
+
+
+def missing_message(spec: str) -> str:
+    return (f"target {spec!r} uses Triton, which is not installed here: {INSTALL} "
+            f"(or the harness's extra: pip install '.[triton]'); without a GPU the harness runs its "
+            f"kernels under Triton's interpreter")
+
+
+def shrink(value: int, tiles: tuple[int, ...]) -> int:
+    """One length of a regime mapped to the kernel's own boundary class (see the module doc)."""
+    top = max(tiles)
+    if value <= 2 * top + 1:
+        return value
+    nearest = 64 * round(value / 64)
+    off = value - nearest
+    tile = tiles[(value // 64) % len(tiles)]
+    if abs(off) <= 1:  # a boundary of the generic regime: T+off or 2T+off
+        return (tile if (nearest // 64) % 2 else 2 * tile) + off
+    return tile + 1 + (value % (tile - 1))  # an odd length: one strictly inside (T, 2T]
+
+
+def fit(cfg, tiles: tuple[int, ...] | None):
+    """``cfg`` with its lengths fitted to an interpreted kernel's tiles (unchanged when small)."""
+    fields = LENGTH_FIELDS.get(type(cfg).__name__)
+    if not fields:
+        return cfg
+    tiles = tuple(tiles or DEFAULT_TILES)
+    changes = {}
+    for name in fields:
+        value = getattr(cfg, name, None)
+        if isinstance(value, tuple):
+            new = tuple(shrink(v, tiles) if isinstance(v, int) else v for v in value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            new = shrink(value, tiles)
+        else:
+            continue
+        if new != value:
+            changes[name] = new
+    hq, hkv = getattr(cfg, "hq", None), getattr(cfg, "hkv", None)
+    if isinstance(hq, int) and isinstance(hkv, int) and hq > MAX_HEADS:
+        while hq > MAX_HEADS and hq % 2 == 0 and (hkv == 1 or hkv % 2 == 0):
+            hq, hkv = hq // 2, max(1, hkv // 2) if hkv > 1 else 1
+        changes.update(hq=hq, hkv=hkv)
+    return dataclasses.replace(cfg, **changes) if changes else cfg

@@ -1,0 +1,282 @@
+"""Flash attention in Triton: a tiled forward with online softmax, and a tiled backward.
+
+    out = softmax(Q K^T * scale + causal/window mask) V,   scale = 1/sqrt(E) by default
+
+Shapes (torch's SDPA contract, leading batch dims flattened to B):
+    query (..., Hq, L, E)    key (..., Hkv, S, E)    value (..., Hkv, S, Ev)    out (..., Hq, L, Ev)
+    lse   (B, Hq, L) float32/float64: log-sum-exp of each score row, kept for the backward
+
+Tiles: BLOCK_M = BLOCK_N = 64 rows (``HARNESS_TILES``); head dims are padded to a power of two
+(up to 256) and masked, so L, S, E and Ev need not be multiples of anything. Query head h reads
+KV head h // (Hq // Hkv) (GQA / MQA). ``is_causal`` is bottom-right aligned (query i sees the keys
+j <= i + S - L, FlashAttention's convention); ``sliding_window_attention`` also drops the keys
+j <= i + S - L - window. A row with no visible key returns zeros (its lse is +inf).
+
+Forward (one program per (query block, batch x head)): for each key block in range, scores
+S_ij = q_i k_j^T * scale; running max m_i, running sum l_i = l_i * exp(m_old - m_new) + sum_j
+exp(S_ij - m_new), and acc = acc * exp(m_old - m_new) + P V (the online-softmax rescale).
+Causal and windowed programs skip the key blocks no query of theirs can see.
+
+Backward (FlashAttention-2): delta_i = rowsum(dO_i * O_i); P = exp(S - lse);
+dV = P^T dO; dP = dO V^T; dS = P * (dP - delta); dK = dS^T Q * scale; dQ = dS K * scale.
+One program per key block computes dK, dV (summing over the query heads of its KV group: no
+atomics, deterministic); one per query block computes dQ.
+
+On a GPU these compile; on a CPU the harness runs them under Triton's interpreter.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+HARNESS_TILES = (64,)
+HARNESS_CONVENTIONS = {"causal_alignment": "bottom_right"}
+HARNESS_UNSUPPORTED = {"attn_mask", "dropout", "autocast"}
+HARNESS_SIZES = {"E": range(1, 257), "Ev": range(1, 257)}
+BLOCK = 64
+
+
+@triton.jit
+def _dot(a, b, ACC: tl.constexpr, DOT: tl.constexpr):
+    """a @ b accumulated in ACC, the operands in DOT (their own dtype, except bfloat16 under the
+    interpreter: triton 3.9's interpreter misreads bfloat16 operands of tl.dot, so they go as float32).
+    ``ieee``: float32 operands are multiplied in float32, not tf32 (a reference is held to float32's
+    tolerance); it changes nothing for the other dtypes."""
+    return tl.dot(a.to(DOT), b.to(DOT), out_dtype=ACC, input_precision="ieee")
+
+
+@triton.jit
+def _mask(offs_m, offs_n, L, S, off, window, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr):
+    """(BLOCK_M, BLOCK_N) bool: which keys each query sees (off = S - L: bottom-right)."""
+    keep = (offs_m[:, None] < L) & (offs_n[None, :] < S)
+    if CAUSAL:
+        keep = keep & (offs_n[None, :] <= offs_m[:, None] + off)
+    if WINDOWED:
+        keep = keep & (offs_n[None, :] > offs_m[:, None] + off - window)
+    return keep
+
+
+@triton.jit
+def _key_range(start_m, S, off, window, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               CAUSAL: tl.constexpr, WINDOWED: tl.constexpr):
+    """The key blocks [lo, hi) some query of the block starting at start_m may see."""
+    lo = 0
+    hi = S
+    if CAUSAL:
+        hi = tl.minimum(S, tl.maximum(start_m + BLOCK_M + off, 0))
+    if WINDOWED:
+        lo = tl.maximum(start_m + off - window + 1, 0) // BLOCK_N * BLOCK_N
+    return lo, hi
+
+
+@triton.jit
+def _fwd(Q, K, V, O, LSE, scale, L, S, Hq, group, off, window,
+         sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
+         E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
+         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
+         ACC: tl.constexpr, DOT: tl.constexpr):
+    start_m = tl.program_id(0) * BLOCK_M
+    b = tl.program_id(1) // Hq
+    h = tl.program_id(1) % Hq
+    hk = h // group  # the KV head of query head h
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_e = tl.arange(0, BE)
+    offs_ev = tl.arange(0, BEV)
+    q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_e[None, :],
+                mask=(offs_m[:, None] < L) & (offs_e[None, :] < E), other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
+    l_i = tl.zeros([BLOCK_M], ACC)
+    acc = tl.zeros([BLOCK_M, BEV], ACC)
+    lo, hi = _key_range(start_m, S, off, window, BLOCK_M, BLOCK_N, CAUSAL, WINDOWED)
+    for start_n in range(lo, hi, BLOCK_N):
+        n = start_n + offs_n
+        k = tl.load(K + b * skb + hk * skh + n[:, None] * skn + offs_e[None, :],
+                    mask=(n[:, None] < S) & (offs_e[None, :] < E), other=0.0)
+        v = tl.load(V + b * svb + hk * svh + n[:, None] * svn + offs_ev[None, :],
+                    mask=(n[:, None] < S) & (offs_ev[None, :] < EV), other=0.0)
+        s = _dot(q, tl.trans(k), ACC, DOT) * scale
+        s = tl.where(_mask(offs_m, n, L, S, off, window, CAUSAL, WINDOWED), s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with no key seen yet
+        alpha = tl.exp(m_i - m_safe)  # the online-softmax rescale of what was summed so far
+        p = tl.exp(s - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, ACC, DOT)
+        m_i = m_new
+    seen = l_i > 0
+    out = acc / tl.where(seen, l_i, 1.0)[:, None]
+    lse = tl.where(seen, m_i + tl.log(tl.where(seen, l_i, 1.0)), float("inf"))
+    tl.store(O + b * sob + h * soh + offs_m[:, None] * som + offs_ev[None, :], out.to(O.dtype.element_ty),
+             mask=(offs_m[:, None] < L) & (offs_ev[None, :] < EV))
+    tl.store(LSE + (b * Hq + h) * L + offs_m, lse, mask=offs_m < L)
+
+
+@triton.jit
+def _bwd_dkdv(Q, K, V, O, DO, LSE, DK, DV, scale, L, S, Hq, Hkv, group, off, window,
+              sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
+              E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
+              ACC: tl.constexpr, DOT: tl.constexpr):
+    """dK, dV of one key block of KV head hk: sums over its group's query heads and query blocks.
+    DO, O and DQ share the strides of O (sob, soh, som); DK/DV those of K/V."""
+    start_n = tl.program_id(0) * BLOCK_N
+    b = tl.program_id(1) // Hkv
+    hk = tl.program_id(1) % Hkv
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_m0 = tl.arange(0, BLOCK_M)
+    offs_e = tl.arange(0, BE)
+    offs_ev = tl.arange(0, BEV)
+    kmask = (offs_n[:, None] < S) & (offs_e[None, :] < E)
+    vmask = (offs_n[:, None] < S) & (offs_ev[None, :] < EV)
+    k = tl.load(K + b * skb + hk * skh + offs_n[:, None] * skn + offs_e[None, :], mask=kmask, other=0.0)
+    v = tl.load(V + b * svb + hk * svh + offs_n[:, None] * svn + offs_ev[None, :], mask=vmask, other=0.0)
+    dk = tl.zeros([BLOCK_N, BE], ACC)
+    dv = tl.zeros([BLOCK_N, BEV], ACC)
+    lo = 0  # the query blocks that may see this key block
+    hi = L
+    if CAUSAL:
+        lo = tl.maximum(start_n - off, 0) // BLOCK_M * BLOCK_M
+    if WINDOWED:
+        hi = tl.minimum(L, tl.maximum(start_n + BLOCK_N - 1 + window - off, 0))
+    for g in range(0, group):
+        h = hk * group + g
+        for start_m in range(lo, hi, BLOCK_M):
+            m = start_m + offs_m0
+            rows = m[:, None] < L
+            q = tl.load(Q + b * sqb + h * sqh + m[:, None] * sqm + offs_e[None, :],
+                        mask=rows & (offs_e[None, :] < E), other=0.0)
+            do = tl.load(DO + b * sob + h * soh + m[:, None] * som + offs_ev[None, :],
+                         mask=rows & (offs_ev[None, :] < EV), other=0.0)
+            o = tl.load(O + b * sob + h * soh + m[:, None] * som + offs_ev[None, :],
+                        mask=rows & (offs_ev[None, :] < EV), other=0.0)
+            lse = tl.load(LSE + (b * Hq + h) * L + m, mask=m < L, other=0.0)
+            delta = tl.sum(do.to(ACC) * o.to(ACC), 1)  # rowsum(dO * O)
+            s = _dot(q, tl.trans(k), ACC, DOT) * scale
+            keep = _mask(m, offs_n, L, S, off, window, CAUSAL, WINDOWED)
+            p = tl.where(keep, tl.exp(s - lse[:, None]), 0.0)
+            dv += _dot(tl.trans(p.to(do.dtype)), do, ACC, DOT)
+            dp = _dot(do, tl.trans(v), ACC, DOT)
+            ds = p * (dp - delta[:, None])
+            dk += _dot(tl.trans(ds.to(q.dtype)), q, ACC, DOT) * scale
+    tl.store(DK + b * skb + hk * skh + offs_n[:, None] * skn + offs_e[None, :], dk.to(DK.dtype.element_ty), mask=kmask)
+    tl.store(DV + b * svb + hk * svh + offs_n[:, None] * svn + offs_ev[None, :], dv.to(DV.dtype.element_ty), mask=vmask)
+
+
+@triton.jit
+def _bwd_dq(Q, K, V, O, DO, LSE, DQ, scale, L, S, Hq, group, off, window,
+            sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
+            E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
+            ACC: tl.constexpr, DOT: tl.constexpr):
+    """dQ of one query block: dQ = sum over its key blocks of dS K * scale (DQ has Q's strides)."""
+    start_m = tl.program_id(0) * BLOCK_M
+    b = tl.program_id(1) // Hq
+    h = tl.program_id(1) % Hq
+    hk = h // group
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_e = tl.arange(0, BE)
+    offs_ev = tl.arange(0, BEV)
+    rows = offs_m[:, None] < L
+    qmask = rows & (offs_e[None, :] < E)
+    q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_e[None, :], mask=qmask, other=0.0)
+    do = tl.load(DO + b * sob + h * soh + offs_m[:, None] * som + offs_ev[None, :],
+                 mask=rows & (offs_ev[None, :] < EV), other=0.0)
+    o = tl.load(O + b * sob + h * soh + offs_m[:, None] * som + offs_ev[None, :],
+                mask=rows & (offs_ev[None, :] < EV), other=0.0)
+    lse = tl.load(LSE + (b * Hq + h) * L + offs_m, mask=offs_m < L, other=0.0)
+    delta = tl.sum(do.to(ACC) * o.to(ACC), 1)
+    dq = tl.zeros([BLOCK_M, BE], ACC)
+    lo, hi = _key_range(start_m, S, off, window, BLOCK_M, BLOCK_N, CAUSAL, WINDOWED)
+    for start_n in range(lo, hi, BLOCK_N):
+        n = start_n + offs_n0
+        k = tl.load(K + b * skb + hk * skh + n[:, None] * skn + offs_e[None, :],
+                    mask=(n[:, None] < S) & (offs_e[None, :] < E), other=0.0)
+        v = tl.load(V + b * svb + hk * svh + n[:, None] * svn + offs_ev[None, :],
+                    mask=(n[:, None] < S) & (offs_ev[None, :] < EV), other=0.0)
+        s = _dot(q, tl.trans(k), ACC, DOT) * scale
+        p = tl.where(_mask(offs_m, n, L, S, off, window, CAUSAL, WINDOWED), tl.exp(s - lse[:, None]), 0.0)
+        dp = _dot(do, tl.trans(v), ACC, DOT)
+        ds = p * (dp - delta[:, None])
+        dq += _dot(ds.to(k.dtype), k, ACC, DOT) * scale
+    tl.store(DQ + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_e[None, :], dq.to(DQ.dtype.element_ty), mask=qmask)
+
+
+_TL = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32,
+       torch.float64: tl.float64}
+
+
+def dot_dtype(dtype: torch.dtype):
+    """The dtype of tl.dot's operands: the input's; float32 for bfloat16 under the interpreter."""
+    if dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1":
+        return tl.float32
+    return _TL[dtype]
+
+
+def _pad(d: int) -> int:
+    return max(16, triton.next_power_of_2(d))  # tl.dot needs >= 16 when compiled
+
+
+def _strides(*ts):
+    return [s for t in ts for s in t.stride()[:3]]
+
+
+class _FlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, scale, causal, window):
+        B, Hq, L, E = q.shape
+        _, Hkv, S, Ev = v.shape
+        o = torch.empty((B, Hq, L, Ev), dtype=q.dtype, device=q.device)
+        acc = tl.float64 if q.dtype == torch.float64 else tl.float32
+        lse = torch.empty((B, Hq, L), dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
+                          device=q.device)
+        meta = dict(E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), BLOCK_M=BLOCK, BLOCK_N=BLOCK,
+                    CAUSAL=causal, WINDOWED=window is not None, ACC=acc, DOT=dot_dtype(q.dtype))
+        args = (scale, L, S, Hq, Hq // Hkv, S - L, window or 0)
+        _fwd[(triton.cdiv(L, BLOCK), B * Hq)](q, k, v, o, lse, *args, *_strides(q, k, v, o), **meta)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.meta, ctx.args = meta, args
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        do = do.contiguous()
+        B, Hq, L, _ = q.shape
+        Hkv, S = k.shape[1], k.shape[2]
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        scale, L, S, Hq, group, off, window = ctx.args
+        strides = _strides(q, k, v, o)
+        _bwd_dkdv[(triton.cdiv(S, BLOCK), B * Hkv)](q, k, v, o, do, lse, dk, dv, scale, L, S, Hq, Hkv, group, off,
+                                                    window, *strides, **ctx.meta)
+        _bwd_dq[(triton.cdiv(L, BLOCK), B * Hq)](q, k, v, o, do, lse, dq, *ctx.args, *strides, **ctx.meta)
+        return dq, dk, dv, None, None, None
+
+
+def _attention(query, key, value, scale, causal, window, enable_gqa):
+    *batch, Hq, L, E = query.shape
+    Hkv, S, Ev = key.shape[-3], key.shape[-2], value.shape[-1]
+    if Hq != Hkv and (not enable_gqa or Hq % Hkv):
+        raise ValueError(f"query has {Hq} heads and key {Hkv}; needs enable_gqa and Hq % Hkv == 0")
+    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    q, k, v = (t.reshape(-1, *t.shape[-3:]).contiguous() for t in (query, key, value))
+    out = _FlashAttention.apply(q, k, v, scale, causal, window)
+    return out.reshape(*batch, Hq, L, Ev)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """torch's SDPA without attn_mask and dropout (declared unsupported); causal is bottom-right."""
+    if attn_mask is not None or dropout_p:
+        raise NotImplementedError("attn_mask and dropout are not implemented by this kernel")
+    return _attention(query, key, value, scale, bool(is_causal), None, enable_gqa)
+
+
+def sliding_window_attention(query, key, value, window, scale=None):
+    """Causal local attention (bottom-right): query i sees the keys i + S - L - window < j <= i + S - L."""
+    return _attention(query, key, value, scale, True, int(window), False)

@@ -1,0 +1,65 @@
+"""Triton targets on a CPU (``harness.interpret``): the profile fitted to the kernel's tiles, the
+detection of an interpreted target, and the one-line load error without triton. Fast: the
+targets here are tiny files; ``test_planted_triton.py`` runs real kernels under the interpreter."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+import harness.configs as configs
+from harness import interpret, regimes
+from harness.loader import load_target
+
+configs.load_families()
+
+
+def test_fit_maps_the_generic_regime_to_the_kernels_boundaries():
+    tiles = (64,)
+    assert [interpret.shrink(v, tiles) for v in (1, 63, 64, 65, 127, 128, 129)] == [1, 63, 64, 65, 127, 128, 129]
+    assert [interpret.shrink(v, tiles) for v in (255, 256, 257, 1023, 1024, 1025, 2048)] == \
+        [127, 128, 129, 127, 128, 129, 128]
+    for odd in (203, 239, 300, 113 + 64):
+        assert 64 < interpret.shrink(odd, tiles) <= 128
+    assert interpret.shrink(40, (16,)) <= 33  # a smaller declared tile: smaller lengths
+
+
+def test_fit_is_idempotent_and_keeps_head_dims_dtype_and_group_ratio():
+    for cfg in (*regimes.AGREEMENT, *regimes.GQA, *regimes.WINDOW, *regimes.ROPE, *regimes.NORMS):
+        once = interpret.fit(cfg, (64,))
+        assert interpret.fit(once, (64,)) == once  # so a repro line replays the fitted config
+        assert getattr(once, "dtype", None) == getattr(cfg, "dtype", None)
+        for field in ("E", "Ev", "D"):
+            assert getattr(once, field, None) == getattr(cfg, field, None)
+        if hasattr(cfg, "hq"):
+            assert once.hq <= interpret.MAX_HEADS and (once.hkv == 1) == (cfg.hkv == 1)  # MQA stays MQA
+            assert cfg.hkv == 1 or once.hq * cfg.hkv == cfg.hq * once.hkv  # else the group ratio is kept
+
+
+def test_a_target_without_triton_is_not_interpreted():
+    target = load_target("reference")
+    assert target.load_error is None and not target.info.interpreted
+
+
+def test_missing_triton_is_one_line_naming_the_install_command(tmp_path):
+    path = tmp_path / "my_kernels.py"
+    path.write_text("raise ModuleNotFoundError(\"No module named 'triton'\", name='triton')\n")
+    for isolation in ("none", "process"):
+        target = load_target(str(path), isolation=isolation, timeout=30)
+        try:
+            assert target.load_error is not None and interpret.INSTALL in target.load_error
+            assert len(target.load_error.splitlines()) == 1, target.load_error
+        finally:
+            target.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason=f"triton is not installed: {interpret.INSTALL}")
+def test_a_triton_file_is_interpreted_on_cpu_with_a_longer_limit(tmp_path):
+    path = tmp_path / "my_kernels.py"
+    path.write_text("import triton\nHARNESS_TILES = (32,)\n")
+    target = load_target(str(path), isolation="process", timeout=10)
+    try:
+        assert target.load_error is None and target.info.interpreted and target.info.tiles == (32,)
+        assert target.worker.timeout == 10 * interpret.TIMEOUT_FACTOR
+    finally:
+        target.close()

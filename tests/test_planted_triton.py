@@ -1,0 +1,80 @@
+"""Triton kernels under Triton's interpreter: each planted Triton bug is caught on a CPU by the
+property named, and the correct kernels (``reference/triton/``) pass those same properties.
+
+Every target in ``tests/planted/triton/`` is a reference Triton kernel with one edit
+(``_mutant.py``: the edit is the planted file's one-line diff), run as a user's Triton file is:
+``--impl file.py`` on a CPU device, no flag, so the harness's worker sets ``TRITON_INTERPRET=1``
+before the import. Each case runs ONE suite test in-process (``-k``) under the derandomized ci
+profile. Without triton installed these skip with the install command, except under
+``$HARNESS_REQUIRE_TRITON`` (CI installs it: a check it skips proves nothing).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+from planted_support import assert_caught, run_suite
+
+from harness.interpret import INSTALL
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "planted" / "triton"
+
+if importlib.util.find_spec("triton") is None:
+    if os.environ.get("HARNESS_REQUIRE_TRITON"):
+        raise RuntimeError(f"triton is required here ($HARNESS_REQUIRE_TRITON): {INSTALL}")
+    pytestmark = pytest.mark.skip(reason=f"triton is not installed: {INSTALL}")
+
+#: (planted target, suite file, the one suite test that must fail for it, what the failure says)
+BUGS = [
+    ("fa_last_tile_unmasked.py", "test_attention.py", "test_agreement", ()),
+    ("fa_no_rescale.py", "test_attention.py", "test_agreement", ()),
+    ("fa_causal_skip_early.py", "test_attention_masks.py", "test_causal", ()),
+    ("fa_gqa_head_off_by_one.py", "test_attention.py", "test_gqa", ()),
+    ("fa_bwd_no_delta.py", "test_attention_grad.py", "test_agreement", ()),
+    ("rms_bwd_no_rstd.py", "test_norm_grad.py", "test_rmsnorm", ()),
+    ("decode_past_seqlen.py", "test_kvcache.py", "test_unfilled_slots", ()),
+]
+
+
+@pytest.mark.parametrize("bug,suite,test,messages", BUGS, ids=[b[0] for b in BUGS])
+def test_planted_triton_bug_caught(pytester, bug, suite, test, messages):
+    out = assert_caught(pytester, suite, PLANTED / bug, test, messages)
+    assert "interpreted (TRITON_INTERPRET=1)" in out, "the header does not say the target is interpreted"
+
+
+#: the correct kernels pass every property that catches a planted bug (the controls)
+CONTROLS = [
+    ("reference.triton.flash_attention", ["test_attention.py", "test_attention_masks.py"],
+     "test_agreement or test_causal or test_gqa"),
+    ("reference.triton.flash_attention", ["test_attention_grad.py"], "test_agreement"),
+    ("reference.triton.norms", ["test_norm_grad.py"], "test_rmsnorm"),
+    ("reference.triton.kvcache", ["test_kvcache.py"], "test_unfilled_slots"),
+]
+
+
+@pytest.mark.parametrize("module,suites,k", CONTROLS, ids=[f"{c[0]}-{c[1][0]}" for c in CONTROLS])
+def test_correct_triton_kernel_passes(pytester, module, suites, k):
+    result = run_suite(pytester, suites, [module], k)
+    out = result.stdout.str()
+    assert "interpreted (TRITON_INTERPRET=1)" in out
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 1, out[-3000:]
+
+
+def test_liger_rope_adapter_passes_under_the_interpreter(pytester):
+    """liger-kernel 0.8.5's Triton RoPE (``harness.adapters.liger_positions``) runs interpreted
+    and passes the RoPE agreement and its backward, with its convention named."""
+    why = None if importlib.util.find_spec("liger_kernel") else \
+        "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
+    if why and os.environ.get("HARNESS_REQUIRE_TRITON"):
+        pytest.fail(f"required here ($HARNESS_REQUIRE_TRITON): {why}")
+    if why:
+        pytest.skip(why)
+    result = run_suite(pytester, ["test_rope.py", "test_position_grad.py"], ["harness.adapters.liger_positions"],
+                       "test_agreement or test_rope_dx")
+    out = result.stdout.str()
+    assert "interpreted (TRITON_INTERPRET=1)" in out
+    result.assert_outcomes(passed=2)
