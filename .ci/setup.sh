@@ -33,6 +33,11 @@ ci_setup() {
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "torchtune==0.6.1"
   # the current rotary-embedding-torch, a correct control of the false-alarm sweep (harness.controls)
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "rotary-embedding-torch==0.9.1"
+  # Triton's interpreter runs the Triton reference kernels, their planted bugs and liger-kernel's RoPE
+  # on this CPU (pyproject's `triton` extra; liger --no-deps: its own requirements pull a CUDA torch)
+  python -m pip install -q ${c[@]+"${c[@]}"} "triton==3.9.0"
+  python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "liger-kernel==0.8.5"
+  export HARNESS_REQUIRE_TRITON=1  # the Triton self-tests fail instead of skipping in CI
 
   # old releases side by side (--target: the installed versions stay; harness/adapters/releases.py
   # loads them; no constraints: they are exact pins that differ from the installed versions), held to

@@ -34,6 +34,8 @@ def _adapter(name: str, why: str, **kw) -> Control:
 _RET = "pip install rotary-embedding-torch einops"
 _XT = "pip install x-transformers"
 _TT = "pip install torchtune --no-deps"
+_TRITON = "pip install triton==3.9.0"
+_LIGER = "pip install triton==3.9.0 && pip install --no-deps liger-kernel==0.8.5"
 
 CONTROLS: tuple[Control, ...] = (
     Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
@@ -63,6 +65,14 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.0.2", "x-transformers", "1.0.2")),
     _adapter("xtransformers_1_22_17_alibi", "1.22.17 fixed 1.22.16's ALiBi cache sliced from the start",
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
+    _adapter("liger_positions", "liger-kernel 0.8.5's Triton RoPE (interpreted on a CPU)",
+             library=("liger_kernel", _LIGER)),
+    # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
+    Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=("triton", _TRITON)),
+    Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=("triton", _TRITON)),
+    Control("reference.triton.norms", "RMSNorm and LayerNorm, forward and backward", library=("triton", _TRITON)),
+    Control("reference.triton.rope", "RoPE, rotate-half pairing", library=("triton", _TRITON)),
+    Control("reference.triton.rope_interleaved", "RoPE, interleaved pairing", library=("triton", _TRITON)),
 )
 
 #: adapters of releases with a known bug (not controls): module -> the bug and the property that catches it

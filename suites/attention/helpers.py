@@ -46,12 +46,18 @@ SCALE_PLACEMENTS = ("scores", "query", "split")
 
 def naive(q, k, v, **kw) -> torch.Tensor:
     """The same math in the input dtype, the policy's error yardstick: of the three places a
-    correct kernel may put the scale, the one that rounds furthest from the truth (one
-    placement alone can land luckily close, e.g. with scores in the hundreds)."""
+    correct kernel may put the scale, and the reverse order of the head dimension's sum, the one
+    that rounds furthest from the truth (one formulation alone can land luckily close, e.g. with
+    scores in the hundreds)."""
     kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
+    qc, kc, vc = q.cpu(), k.cpu(), v.cpu()
+    # the three placements sum q.k in one order, so they can be lucky together (scores in the
+    # hundreds: a tiled kernel summing E in another order was 1.05e-5 off where they were 6.4e-7):
+    # the same math with E summed in reverse order is a fourth candidate
     return tolerance.worst_naive(truth(q, k, v, **kw), [
-        attention_math(q.cpu(), k.cpu(), v.cpu(), compute_dtype=q.dtype, scale_at=at, **_cpu(kw))
-        for at in SCALE_PLACEMENTS])
+        attention_math(qc, kc, vc, compute_dtype=q.dtype, scale_at=at, **_cpu(kw))
+        for at in SCALE_PLACEMENTS] + [
+        attention_math(qc.flip(-1), kc.flip(-1), vc, compute_dtype=q.dtype, **_cpu(kw))])
 
 
 def _cpu(kw: dict) -> dict:
