@@ -32,6 +32,7 @@ import dataclasses
 import importlib.util
 import os
 import sys
+from types import ModuleType
 
 ENV = "TRITON_INTERPRET"
 #: the line a Triton target without triton installed is told (also the README's)
@@ -78,9 +79,47 @@ def prepare(how: str) -> None:
         os.environ.setdefault(ENV, "1")
 
 
-def interpreted() -> bool:
+def interpreted(module) -> bool:
     """After the import: whether the target runs Triton kernels under the interpreter."""
-    return os.environ.get(ENV) == "1" and "triton" in sys.modules
+    return os.environ.get(ENV) == "1" and "triton" in sys.modules and uses_triton(module)
+
+
+def _is_triton(value) -> bool:
+    name = value.__name__ if isinstance(value, ModuleType) else type(value).__module__
+    return isinstance(name, str) and (name == "triton" or name.startswith("triton."))
+
+
+def uses_triton(module) -> bool:
+    """Whether ``module`` uses Triton: it holds triton (or a submodule) or a Triton kernel
+    (``triton.jit``'s ``JITFunction``, an autotuner), or a module it holds, or the module that
+    defines a function or class it holds, does (liger's RoPE adapter holds ``LigerRopeFunction``,
+    whose module holds the kernels). Read from the target's own names, not from ``sys.modules``:
+    in one process triton may have been imported by something else (another target, a library)."""
+    seen: set[int] = set()
+
+    def holds(mod, depth: int) -> bool:
+        if id(mod) in seen:
+            return False
+        seen.add(id(mod))
+        try:
+            values = list(vars(mod).values())
+        except TypeError:
+            return False
+        for value in values:
+            try:
+                if _is_triton(value):
+                    return True
+                if depth == 0:
+                    continue
+                inner = value if isinstance(value, ModuleType) else sys.modules.get(
+                    getattr(value, "__module__", None) or "") if callable(value) else None
+                if isinstance(inner, ModuleType) and holds(inner, depth - 1):
+                    return True
+            except Exception:  # noqa: BLE001 - a hostile object's attribute
+                continue
+        return False
+
+    return holds(module, 1)
 
 
 def budget() -> int:

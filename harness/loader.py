@@ -294,7 +294,7 @@ def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device
         target.info = TargetInfo(load_error=format_load_error(exc, spec))
         return target
     target.info = describe_module(spec, target.module)
-    target.info.interpreted = interpret.interpreted()
+    target.info.interpreted = interpret.interpreted(target.module)
     if target.info.interpreted:
         target.limit.seconds *= interpret.TIMEOUT_FACTOR
     return target

@@ -121,7 +121,7 @@ class Worker:
         interpret.prepare(how)  # TRITON_INTERPRET before the target's kernels are decorated
         self.module = loader.import_spec(spec)
         info = loader.describe_module(spec, self.module)
-        info.interpreted = interpret.interpreted()
+        info.interpreted = interpret.interpreted(self.module)
         return info
 
     def op_lookup(self, name: str):

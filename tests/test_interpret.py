@@ -41,6 +41,18 @@ def test_a_target_without_triton_is_not_interpreted():
     assert target.load_error is None and not target.info.interpreted
 
 
+def test_triton_imported_by_something_else_does_not_make_a_target_interpreted(monkeypatch):
+    """In one process (``--isolation none``, xdist workers) triton may already be imported by
+    another target or a library: what counts is the target's own names (``uses_triton``)."""
+    pytest.importorskip("triton")
+    import triton  # noqa: F401  (imported first, as an earlier in-process target would)
+    monkeypatch.setenv(interpret.ENV, "1")
+    target = load_target("reference", isolation="none")
+    assert target.load_error is None and not target.info.interpreted
+    kernels = load_target("reference.triton.norms", isolation="none")
+    assert kernels.load_error is None and kernels.info.interpreted
+
+
 def test_missing_triton_is_one_line_naming_the_install_command(tmp_path):
     path = tmp_path / "my_kernels.py"
     path.write_text("raise ModuleNotFoundError(\"No module named 'triton'\", name='triton')\n")
