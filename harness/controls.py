@@ -35,7 +35,6 @@ _RET = "pip install rotary-embedding-torch einops"
 _XT = "pip install x-transformers"
 _TT = "pip install torchtune --no-deps"
 _TRITON = "pip install triton==3.9.0"
-_LIGER = "pip install triton==3.9.0 && pip install --no-deps liger-kernel==0.8.5"
 
 CONTROLS: tuple[Control, ...] = (
     Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
@@ -65,8 +64,6 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.0.2", "x-transformers", "1.0.2")),
     _adapter("xtransformers_1_22_17_alibi", "1.22.17 fixed 1.22.16's ALiBi cache sliced from the start",
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
-    _adapter("liger_positions", "liger-kernel 0.8.5's Triton RoPE (interpreted on a CPU)",
-             library=("liger_kernel", _LIGER)),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
     Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=("triton", _TRITON)),
     Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=("triton", _TRITON)),
@@ -81,6 +78,8 @@ KNOWN_BUGGY: dict[str, str] = {
     "rotary_embedding_torch_0_8_2": "a call at an offset writes the table's first rows (rope_module.call_sequences)",
     "xtransformers_1_0_1_t5_bias": "queries aligned to the start of the keys (t5_bias.end_alignment)",
     "xtransformers_1_22_16_alibi": "its cache slices the first queries' rows (alibi_module.call_sequences)",
+    "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates batch items past the "
+                       "first wrong (rope.agreement at L = 1; found by the sweep, 2026-12-03)",
 }
 
 #: modules of harness/adapters/ that are not targets: module -> what they are

@@ -66,7 +66,8 @@ def test_correct_triton_kernel_passes(pytester, module, suites, k):
 
 def test_liger_rope_adapter_passes_under_the_interpreter(pytester):
     """liger-kernel 0.8.5's Triton RoPE (``harness.adapters.liger_positions``) runs interpreted
-    and passes the RoPE agreement and its backward, with its convention named."""
+    and passes the RoPE agreement and its backward on the ci profile's draws, with its convention
+    named (its L = 1 bug: the next test)."""
     why = None if importlib.util.find_spec("liger_kernel") else \
         "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
     if why and os.environ.get("HARNESS_REQUIRE_TRITON"):
@@ -78,3 +79,21 @@ def test_liger_rope_adapter_passes_under_the_interpreter(pytester):
     out = result.stdout.str()
     assert "interpreted (TRITON_INTERPRET=1)" in out
     result.assert_outcomes(passed=2)
+
+
+def test_liger_rope_decode_step_bug_is_caught(capsys):
+    """A real bug of liger-kernel 0.8.5, found by the false-alarm sweep (so liger is a known-buggy
+    release in ``harness.controls``, not a control): on a contiguous (B, H, 1, D) q, batch items
+    past the first are rotated wrong (the kernel's row stride is read from a size-1 dim's view).
+    The sweep's shrunk configuration, replayed: rope.agreement names it."""
+    if importlib.util.find_spec("liger_kernel") is None:
+        if os.environ.get("HARNESS_REQUIRE_TRITON"):
+            pytest.fail("required here ($HARNESS_REQUIRE_TRITON): pip install --no-deps liger-kernel==0.8.5")
+        pytest.skip("liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5")
+    from harness.cli import main as cli
+    config = ('{"type":"RopeConfig","batch":2,"heads":2,"L":1,"D":4,"dtype":"float32","base":10000.0,'
+              '"offset":7,"spread":0,"per_batch":false,"shift":0,"seed":1}')
+    code = cli(["repro", "suites/positions/test_rope.py::check_agreement", "--impl",
+                "harness.adapters.liger_positions", "--config", config])
+    out = capsys.readouterr().out
+    assert code == 1 and "[rope.agreement] property violated" in out and "at index (1," in out, out[-2000:]

@@ -13,6 +13,11 @@
   writes into the incoming gradient the same way (the harness's in-place check caught both on
   the adapter's first run); Hugging Face's callers never reuse either, so the adapter gives it a
   copy of x and a fresh gradient.
+- A bug of liger 0.8.5 this adapter shows (found by ``harness sweep``; ``tests/test_planted_triton.py``):
+  on a contiguous (B, H, 1, D) q (a decode step) batch items past the first are rotated wrong
+  (``rope.agreement`` at L = 1). ``rope_forward`` reads the row stride as ``q.stride(1)`` of
+  ``q.transpose(1, 2)``, where a size-1 dim's stride is arbitrary and ``.contiguous()`` copies
+  nothing (not confirmed on a GPU).
 
 What of liger-kernel 0.8.5 does NOT run under the interpreter (triton 3.9), and so has no
 adapter: its LayerNorm, RMSNorm and SwiGLU kernels stop with ``'float' object has no attribute
