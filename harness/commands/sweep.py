@@ -226,10 +226,12 @@ def main(args) -> int:
             print(f"{r['target']}: {r['status']}", flush=True)
     print(f"{len(chosen)} controls, {len(runs)} runs each: {len(sessions)} pytest session(s) "
           f"(--group {args.group}, --jobs {args.jobs}); -k {args.keyword!r}", flush=True)
-    t0 = time.monotonic()
+    t0, at_start = time.monotonic(), commit()
     got = run_all(sessions, args, t0)
     rows, alarms, consistency, interrupted = rows + got[0], alarms + got[1], got[2], got[3]
-    meta = {"commit": commit(), "interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs],
+    at_end = commit()
+    # each session runs the checkout as it is when it starts: a commit made during a long sweep shows
+    meta = {"commit": at_start if at_start == at_end else f"{at_start}..{at_end}", "interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs],
             "keyword": args.keyword, "group": args.group, "targets": [c.spec for c in chosen],
             "seconds": round(time.monotonic() - t0, 1)}
     paths = sweep_table.write(out, rows, alarms, consistency, meta)
