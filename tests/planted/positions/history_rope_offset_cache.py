@@ -14,17 +14,8 @@ import sys
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _base import CachedRotary, Rope  # noqa: E402
-
-
-class OffsetCache(CachedRotary):
-    def lookup(self, x, offset, L):
-        key, needed = self.key(x), offset + L
-        if self.cache is not None and self.cache[0] == key and self.covers(self.cache[1], needed):
-            return self.cache[2][offset:needed], self.cache[3][offset:needed]
-        cos, sin = self.rows(x, offset, L)
-        self.cache = (key, L, cos, sin)  # BUG: rows for positions offset .. stored as rows 0 .. L - 1
-        return cos, sin
+from _base import Rope  # noqa: E402
+from stateful_rope_offset_cache_rows import Planted as OffsetCache  # noqa: E402  (the same cache bug, as a module)
 
 
 _MODULES = {}
