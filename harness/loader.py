@@ -120,16 +120,18 @@ class Target:
 
     def supports(self, cfg: Any) -> bool:
         """Whether ``cfg``'s dtype and sizes are within what the target declares."""
+        return self.declared_out(cfg) is None
+
+    def declared_out(self, cfg: Any) -> str | None:
+        """Why the target's declarations rule ``cfg`` out (``declared: ...``), or None when they do not."""
         dtype = getattr(cfg, "dtype", None)
         if dtype is not None and self.dtypes is not None and dtype not in self.dtypes:
-            return False
+            return f"declared: HARNESS_DTYPES = {tuple(self.dtypes)!r} (this property draws other dtypes)"
         if dtype in self.info.unsupported:
-            return False
-        for name, allowed in (self.sizes or {}).items():
-            value = getattr(cfg, name, None)
-            if isinstance(value, int) and value not in allowed:
-                return False
-        return True
+            return f"declared: {dtype} is in HARNESS_UNSUPPORTED"
+        names = sorted(name for name, allowed in (self.sizes or {}).items()
+                       if isinstance(getattr(cfg, name, None), int) and getattr(cfg, name) not in allowed)
+        return f"declared: HARNESS_SIZES limits {', '.join(names)}" if names else None
 
     def available(self) -> list[str]:
         """The protocol names this target defines."""

@@ -124,21 +124,6 @@ def _reject(target: Target, reason: str, cfg: Config) -> None:
     raise ConfigUnsupported(reason)
 
 
-def declared_out(target: Target, cfg: Config) -> str | None:
-    """Why the target's declarations rule ``cfg`` out (``declared: ...``), or None when
-    ``target.supports(cfg)``."""
-    if target.supports(cfg):
-        return None
-    dtype = getattr(cfg, "dtype", None)
-    if dtype is not None and target.dtypes is not None and dtype not in target.dtypes:
-        return f"declared: HARNESS_DTYPES = {tuple(target.dtypes)!r} (this property draws other dtypes)"
-    if dtype in target.info.unsupported:
-        return f"declared: {dtype} is in HARNESS_UNSUPPORTED"
-    names = sorted(n for n, allowed in (target.sizes or {}).items()
-                   if isinstance(getattr(cfg, n, None), int) and getattr(cfg, n) not in allowed)
-    return f"declared: HARNESS_SIZES limits {', '.join(names) or 'a size'}"
-
-
 def exclude(target: Target, reason: str, cfg: Config) -> None:
     """Pass over ``cfg``, which the target's declarations rule out (``reason``: ``declared:
     ...``): Hypothesis draws another. Recorded in ``target.outcome.excluded``, so that a property
@@ -151,7 +136,7 @@ def exclude(target: Target, reason: str, cfg: Config) -> None:
 def within_declarations(target: Target, cfg: Config) -> None:
     """Pass over ``cfg`` (``exclude``) when the target's declarations rule it out: for a check
     that draws its configuration itself (a state machine's first step, a history's calls)."""
-    why = declared_out(target, cfg)
+    why = target.declared_out(cfg)
     if why is not None:
         exclude(target, why, cfg)
 
