@@ -70,6 +70,8 @@ class Target:
     limit: CallLimit = field(default_factory=CallLimit)
     #: the running test's bookkeeping (labels, configurations passed over): a fresh one per test
     outcome: Outcome = field(default_factory=Outcome)
+    #: histories (``HistoryConfig`` JSON) that failed on a fresh worker: run fresh whenever replayed
+    failed_histories: set = field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"Target({self.spec!r})"

@@ -102,7 +102,7 @@ def judged(target, cfg: HistoryConfig, attempt: Callable[[], None]) -> None:
     it is run again (Hypothesis' replays of it, the repro line): its failure is deterministic.
     With ``--isolation none`` there is no fresh process: the first verdict stands."""
     worker, key = target.worker, cfg.to_json()
-    failed = target.__dict__.setdefault("_failed_histories", set())
+    failed = target.failed_histories
     if worker is not None and key in failed:
         worker.kill()
     try:
