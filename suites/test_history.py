@@ -193,7 +193,7 @@ def test_scaled_dot_product_attention(target, cfg):
 
 @pytest.mark.needs("sliding_window_attention")
 @examples()
-@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype")))
+@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype"), vary=("window",)))
 def test_sliding_window_attention(target, cfg):
     run(target, check_sliding_window_attention, cfg)
 
