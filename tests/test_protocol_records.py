@@ -7,7 +7,8 @@ consistency section compares it. This test fails when a name lacks any other par
 - a property: a test in ``suites/<family>/`` carries ``@pytest.mark.needs(name)``;
 - a planted bug: a file in ``tests/planted/`` (not the harness's own hostile/isolation/consistency
   targets) binds the name at its top level, and a self-test in ``tests/`` names that file;
-- its features: each is required somewhere in ``suites/<family>/`` (``"feature"`` in its source);
+- its features: each is required somewhere in ``suites/<family>/`` (``"feature"`` in its source)
+  and named (in backticks) in README.md or docs/*.md;
 - its row: the record's signature, character for character, in README.md or a docs/*.md page
   (both are read, so the protocol reference may live in either);
 - the consistency section: ``suites/test_consistency.CASES`` holds exactly the compared names.
@@ -118,6 +119,9 @@ def missing_parts(rec: Name, pages: dict[str, str]) -> list[str]:
                      "by a self-test in tests/")
     if not any(f"`{rec.signature}`" in text for text in pages.values()):
         parts.append(f"docs row: `{rec.signature}` is in none of {', '.join(pages)}")
+    undocumented = [f for f in rec.features if not any(f"`{f}`" in text for text in pages.values())]
+    if undocumented:
+        parts.append(f"features: {undocumented} are in none of {', '.join(pages)} (the HARNESS_UNSUPPORTED list)")
     return parts
 
 
@@ -187,8 +191,9 @@ def test_the_derived_tables_keep_their_values():
 def test_a_name_with_no_parts_is_reported_part_by_part():
     made_up = Name("made_up_name", family="nowhere", reference="reference.attention",
                    signature="made_up_name(x, y=1)", features={"attn_mask": "?"}, compared="equal")
-    missing = missing_parts(made_up, {"README.md": "`made_up_name(x)`"})
+    missing = missing_parts(made_up, {"README.md": "`made_up_name(x)`, `attn_mask`"})
     assert [m.split(":")[0] for m in missing] == ["reference", "family", "planted bug", "docs row"], missing
+    assert missing_parts(made_up, {"README.md": ""})[-1].startswith("features: ['attn_mask'] are in none of")
 
 
 def test_an_unused_feature_and_an_unmarked_property_are_reported():
