@@ -96,7 +96,7 @@ class Name:
     #: output that aliases its query is overwritten by (or overwrites) the caller's next in-place op
     new_memory: bool = False
     #: ``HARNESS_UNSUPPORTED`` features of this name: feature -> what a target declaring it lacks
-    features: dict[str, str] = field(default_factory=dict)
+    features: dict[str, str] = field(default_factory=dict, hash=False)
     #: the consistency section (suites/test_consistency.py): how two targets' outputs are compared
     #: (it then has a ``Case`` in ``CASES``), or why they are not; a constant has neither
     compared: str = ""
