@@ -199,3 +199,17 @@ def test_legend_words_for_values():
     assert _label(row, ["case", "causal", "window"]) == "lstm, window 8"
     row = pd.Series({"case": "target.sdpa", "role": "target", "impl": "pkg/mine.py", "causal": True})
     assert _label(row, ["case", "causal"]) == "mine.py (sdpa), causal"
+
+
+def test_comparison_rows_name_the_target_from_their_key(tmp_path):
+    """A baseline comparison has no impl column: its target rows are named from the point key, in
+    the Markdown (comparison.md, regressions.md) as in the HTML; the CSV keeps the case id."""
+    from reports import glance, tables
+    table = pd.DataFrame({"key": ['scaling|target.sdpa@my_attn.py|{"n":64}', 'scaling|reference.naive|{"n":64}',
+                                  "scaling|*|time_s:suite_median"],
+                          "case": ["target.sdpa", "reference.naive", "*"], "role": ["target", "comparison", ""],
+                          "metric": ["time_s"] * 3, "verdict": ["regression", "ok", "ok"]})
+    assert glance.named_cases(table)["case"].tolist() == ["my_attn.py (sdpa)", "reference.naive", "*"]
+    tables.write_frame(table, tmp_path, "comparison", ["csv", "md"])
+    assert "my_attn.py (sdpa)" in (tmp_path / "comparison.md").read_text()
+    assert pd.read_csv(tmp_path / "comparison.csv")["case"].tolist()[0] == "target.sdpa"
