@@ -131,6 +131,19 @@ def comparison_view(table: pd.DataFrame) -> pd.DataFrame:
     return named_cases(table.drop(columns=["direction"], errors="ignore"))
 
 
+def env_table(runs) -> pd.DataFrame:
+    keys = list(dict.fromkeys(k for r in runs for k in r.env))
+    rows = []
+    for k in keys:
+        row = {"field": k}
+        for r in runs:
+            v = r.env.get(k)
+            row[r.run_id] = ", ".join(f"{a}: {b}" for a, b in v.items()) if isinstance(v, dict) \
+                else " ".join(map(str, v)) if isinstance(v, list) else ("" if v is None else v)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["field"] + [r.run_id for r in runs])
+
+
 def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.DataFrame | None = None,
            baseline: str | None = None, title: str = "Benchmark report") -> str:
     parts = [f"<h1>{_esc(title)}</h1>",

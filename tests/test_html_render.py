@@ -71,7 +71,7 @@ def test_page_is_self_contained(page):
     assert "<details>" in conformance and "<table" in conformance.split("</details>")[0]
     # a target's rows under the target's name in the comparison tables too, never target.sdpa
     regressions = text.split("id='regressions'")[1].split("<h2")[0]
-    assert "<td>reference (sdpa)</td>" in regressions and "<td>target.sdpa</td>" not in text
+    assert "<td>reference (sliding_window)</td>" in regressions and "<td>target." not in text
     for heading in ("Conformance (run)", "scaling", "kv_cache", "finetune", "receptive_field"):
         assert heading in text
 
