@@ -40,8 +40,8 @@ Query head h reads KV head h // (Hq / Hkv). With rotary tables, new keys and the
 rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), else rotate-half
 (i, i + R/2)) before the keys are cached; the tables need k and v.
 
-What each name must compute is stated in the README's "The plug-in protocol" section (or its
-docs/ page; the project test checks that every record's signature appears there) and checked by the suites.
+What each name must compute is stated in docs/protocol.md (the project test checks that every
+record's signature appears in the README or docs/) and checked by the suites.
 
 ``RotaryEmbedding`` is the stateful form of ``apply_rotary_embedding``, as libraries ship it
 (rotary-embedding-torch's ``RotaryEmbedding.rotate_queries_or_keys(t, offset=...)``, Hugging
