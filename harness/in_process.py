@@ -8,7 +8,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from harness import guard, interpret
-from harness.target_import import TargetInfo, describe_module, format_load_error, import_spec, lookup_attribute
+from harness.target_import import TargetInfo, load_here, lookup_attribute
 
 
 class InProcessBackend:
@@ -25,13 +25,7 @@ class InProcessBackend:
     def start(self, how: str) -> TargetInfo:
         """Import the target (``how``: ``harness.interpret.mode``); its ``TargetInfo``, whose
         ``load_error`` says why when it does not load (never raises)."""
-        try:
-            interpret.prepare(how)
-            self.module = import_spec(self.spec)
-        except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
-            return TargetInfo(load_error=format_load_error(exc, self.spec))
-        info = describe_module(self.spec, self.module)
-        info.interpreted = interpret.interpreted(self.module)
+        self.module, info = load_here(self.spec, how)
         if info.interpreted:
             self.limit.seconds *= interpret.TIMEOUT_FACTOR
         return info

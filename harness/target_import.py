@@ -158,6 +158,25 @@ def import_spec(spec: str) -> ModuleType:
         raise
 
 
+def import_and_describe(spec: str, how: str) -> tuple[ModuleType, TargetInfo]:
+    """Import ``spec`` (after ``interpret.prepare(how)``: TRITON_INTERPRET before its kernels are
+    decorated) and read its ``TargetInfo``; raises what the import raises."""
+    interpret.prepare(how)
+    module = import_spec(spec)
+    info = describe_module(spec, module)
+    info.interpreted = interpret.interpreted(module)
+    return module, info
+
+
+def load_here(spec: str, how: str) -> tuple[ModuleType | None, TargetInfo]:
+    """``import_and_describe`` that never raises: a target that does not import gives None and a
+    ``TargetInfo`` whose ``load_error`` says why (caught here, so the traceback starts here)."""
+    try:
+        return import_and_describe(spec, how)
+    except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
+        return None, TargetInfo(load_error=format_load_error(exc, spec))
+
+
 def format_load_error(exc: BaseException, spec: str) -> str:
     """One clear load error: the exception, where the target raised it, and the first lines of
     its traceback (the chained exceptions' tracebacks are left out)."""

@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from harness import configs, guard, interpret, target_import, target_ops, wire
-from harness.target_import import BrokenTarget, Missing, describe_module, import_spec, lookup_attribute
+from harness import configs, guard, target_import, target_ops, wire
+from harness.target_import import BrokenTarget, Missing, import_and_describe, lookup_attribute
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
           range, slice, type(Ellipsis))
@@ -125,10 +125,7 @@ class TargetServer:
         self.spec = spec
         for directory in sources:  # (the configuration types HARNESS_SIZES may name)
             configs.add_source(directory)
-        interpret.prepare(how)  # TRITON_INTERPRET before the target's kernels are decorated
-        self.module = import_spec(spec)
-        info = describe_module(spec, self.module)
-        info.interpreted = interpret.interpreted(self.module)
+        self.module, info = import_and_describe(spec, how)
         return info
 
     def op_lookup(self, name: str):
