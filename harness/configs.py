@@ -82,10 +82,16 @@ def autocast_dtypes():
 def add_source(directory: str | Path) -> None:
     """Register ``directory`` (the suites' folder: one sub-folder per family) as a home of
     configuration types, and import its families' ``configs.py`` now (``load_families``)."""
+    register_source(directory)
+    load_families()
+
+
+def register_source(directory: str | Path) -> None:
+    """Register ``directory`` without importing anything yet (a worker: its target's import
+    comes first, and ``load_families`` imports them when a type is needed)."""
     directory = str(Path(directory).resolve())
     if directory not in _SOURCES:
         _SOURCES.append(directory)
-    load_families()
 
 
 def sources() -> tuple[str, ...]:

@@ -123,8 +123,8 @@ class TargetServer:
 
     def op_load(self, spec: str, how: str = "off", sources: tuple = ()):
         self.spec = spec
-        for directory in sources:  # (the configuration types HARNESS_SIZES may name)
-            configs.add_source(directory)
+        for directory in sources:  # (the configuration types HARNESS_SIZES may name, imported when read)
+            configs.register_source(directory)
         self.module, info = import_and_describe(spec, how)
         return info
 
