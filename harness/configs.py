@@ -6,14 +6,20 @@ integers that ``python -m harness repro`` can replay exactly.
 
 This module holds the base (``Config``: JSON round trip, seeded generator; ``@register``) and
 the strategies every family shares. Each family's configurations sit beside its suites, in
-``suites/<family>/configs.py`` (``FAMILY_CONFIGS``); ``load_families()`` imports them so that
-``Config.from_json`` knows every type (the worker and ``repro`` call it).
+``<suites>/<family>/configs.py``, and register their types with ``@register``. The harness names
+no suite: an entry point (the pytest plug-in, ``python -m harness``) passes the suites' directory
+to ``add_source``, which imports every ``*/configs.py`` under it (``load_families`` imports them
+again where needed), so that ``Config.from_json`` and ``HARNESS_SIZES`` know every type; a
+target's worker is given the same directories.
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from hypothesis import strategies as st
@@ -23,9 +29,10 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64,
 
 _REGISTRY: dict[str, type] = {}
 
-#: the modules that define the families' configuration types, one per suite family
-FAMILY_CONFIGS = ("suites.attention.configs", "suites.positions.configs", "suites.norms.configs",
-                  "suites.bert.configs", "suites.kvcache.configs")
+#: the directories whose ``*/configs.py`` define configuration types (``add_source``), and the
+#: modules found there (dotted names, in the order they were imported)
+_SOURCES: list[str] = []
+_MODULES: list[str] = []
 
 
 def register(cls):
@@ -72,12 +79,54 @@ def autocast_dtypes():
     return st.sampled_from(["bfloat16", "float16"] if torch.cuda.is_available() else ["bfloat16"])
 
 
-def load_families() -> None:
-    """Import every family's configuration module, so each ``@register``ed type is known."""
-    import importlib
+def add_source(directory: str | Path) -> None:
+    """Register ``directory`` (the suites' folder: one sub-folder per family) as a home of
+    configuration types, and import its families' ``configs.py`` now (``load_families``)."""
+    register_source(directory)
+    load_families()
 
-    for name in FAMILY_CONFIGS:
-        importlib.import_module(name)
+
+def register_source(directory: str | Path) -> None:
+    """Register ``directory`` without importing anything yet (a worker: its target's import
+    comes first, and ``load_families`` imports them when a type is needed)."""
+    directory = str(Path(directory).resolve())
+    if directory not in _SOURCES:
+        _SOURCES.append(directory)
+
+
+def sources() -> tuple[str, ...]:
+    """The directories registered with ``add_source`` (a worker is given them)."""
+    return tuple(_SOURCES)
+
+
+def family_modules() -> list[str]:
+    """The dotted names of the configuration modules imported so far."""
+    return list(_MODULES)
+
+
+def load_families() -> None:
+    """Import every family's configuration module under the registered directories, so each
+    ``@register``ed type is known. A module is imported under its package's dotted name (the
+    name the suites import it by, so its classes are theirs); the folder above its top package
+    goes on ``sys.path`` when it is not there."""
+    for directory in _SOURCES:
+        for path in sorted(Path(directory).glob("*/configs.py")):
+            name, root = _dotted(path)
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            importlib.import_module(name)
+            if name not in _MODULES:
+                _MODULES.append(name)
+
+
+def _dotted(path: Path) -> tuple[str, Path]:
+    """``path``'s module name (through the packages above it: the folders with an
+    ``__init__.py``) and the folder above its top package."""
+    parts, folder = [path.stem], path.parent
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), folder
 
 
 @register

@@ -145,11 +145,14 @@ def unsupported(module: ModuleType) -> frozenset[str]:
     return names
 
 
-def config_fields() -> set[str]:
-    """Every field name of the registered configurations (what HARNESS_SIZES may name)."""
+def config_fields() -> set[str] | None:
+    """Every field name of the registered configurations (what HARNESS_SIZES may name); None (no
+    check) when no suites' folder was registered (``configs.add_source``: every entry point does)."""
     import dataclasses
 
     import harness.configs as configs
 
     configs.load_families()  # each registers its configurations
+    if not configs.sources():
+        return None
     return {f.name for cls in configs._REGISTRY.values() for f in dataclasses.fields(cls)}

@@ -1,12 +1,16 @@
-"""Call a target's function defensively.
+"""The call rules: what every call into a target's code is held to, in this process or in its worker.
 
-Every call a suite makes into user code goes through ``call``:
-- an exception becomes an ``ImplementationError`` that names the function and
-  the input shapes, so Hypothesis shrinks it like any other failure;
-- a call that runs past the per-call time limit is interrupted (SIGALRM in the
-  main thread; elsewhere it is detected when it returns);
+This one module states them, and both sides apply them: ``call`` here (``--isolation none``, and
+any callable a suite passes), ``harness.worker`` next to the target's objects and
+``harness.isolation`` on the harness's side of the pipe:
+- a function that once ran past the per-call limit is not called again (``CallLimit``);
+- an exception becomes an ``ImplementationError`` that names the function and the input shapes,
+  so Hypothesis shrinks it like any other failure;
+- a call that runs past the per-call time limit is interrupted (SIGALRM in the main thread;
+  elsewhere it is detected when it returns; a worker's whole process group is killed);
 - tensors passed in are fingerprinted and must come back unmodified (except the arguments
-  ``MUTABLE`` names: the KV caches ``attention_with_kvcache`` writes into);
+  ``MUTABLE`` names: the KV caches ``attention_with_kvcache`` writes into, which may not be
+  resized); an output of a ``NO_ALIAS`` name must not share an input's memory (``Inputs``);
 - ``expect_tensor`` checks the returned shape, dtype and device.
 """
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Callable
 import torch
 
 from harness import protocol
+from harness.handles import Remote
 
 #: seconds one call into the target may take (``--impl-timeout``), unless the target is given another
 DEFAULT_TIMEOUT = 20.0
@@ -33,8 +38,24 @@ class CallLimit:
     each session, and each ``harness repro`` / ``harness bench``, has its own."""
 
     seconds: float = DEFAULT_TIMEOUT
-    #: id -> (fn, kept alive so the id stays unique; its arguments, for the message)
-    hung: dict[int, tuple[Callable, str]] = field(default_factory=dict)
+    #: key (a function's id here, a name in a worker) -> (what keeps the key valid: the function,
+    #: kept alive so its id stays unique; the arguments it hung with, for the message)
+    hung: dict[Any, tuple[Any, str]] = field(default_factory=dict)
+
+    def refuse_if_hung(self, key: Any, name: str) -> None:
+        """Raise ``ImplementationError`` when the function ``key`` already ran past the limit."""
+        if key in self.hung:
+            raise ImplementationError(
+                f"{name} previously did not return within the per-call limit of {self.seconds:g} s "
+                f"(--impl-timeout) when called with ({self.hung[key][1]}); not called again")
+
+    def record_hung(self, key: Any, keep: Any, shown: str) -> None:
+        """The function ``key`` (``keep`` keeps its key valid) ran past the limit with ``shown``."""
+        self.hung[key] = (keep, shown)
+
+    def over_limit(self, what: str) -> str:
+        """The message of a call ``what`` that did not return within the limit."""
+        return f"{what} did not return within the per-call limit of {self.seconds:g} s (--impl-timeout)"
 
 
 class ImplementationError(AssertionError):
@@ -54,12 +75,6 @@ def describe_args(args: tuple, kwargs: dict) -> str:
         return repr(v)
     parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
     return ", ".join(parts)
-
-
-def _fingerprint(v: Any) -> Any:
-    if isinstance(v, torch.Tensor):
-        return v.detach().clone()
-    return None
 
 
 def _raise_timeout(signum, frame):  # noqa: ARG001
@@ -95,23 +110,61 @@ def aliased_argument(result: Any, args: tuple, kwargs: dict) -> str | None:
     return None
 
 
+def writes_into(name: str) -> bool:
+    """Whether ``name`` may write into some of its arguments (``MUTABLE``): a worker then sends
+    them back after the call, for the harness to copy into the caller's tensors."""
+    return bool(MUTABLE.get(name))
+
+
+class Inputs:
+    """A call's inputs as they were before it (``name``'s rules: ``MUTABLE``, ``NO_ALIAS``), to
+    judge after it: ``violation(result)`` says how the call broke a rule, or None. The same judge
+    runs here and in a worker, so both name a broken rule in the same words."""
+
+    def __init__(self, name: str, args: tuple, kwargs: dict):
+        mutable = MUTABLE.get(name, frozenset())
+        self.args, self.kwargs, self.no_alias = args, kwargs, name in NO_ALIAS
+        self.mutable = mutable
+        self.snapshots = [(k, v.detach().clone()) for k, v in [*enumerate(args), *kwargs.items()]
+                          if k not in mutable and isinstance(v, torch.Tensor)]
+        self.shapes = {k: tuple(v.shape) for k, v in [*enumerate(args), *kwargs.items()]
+                       if k in mutable and isinstance(v, torch.Tensor)}
+
+    def _now(self, key: int | str) -> Any:
+        return self.args[key] if isinstance(key, int) else self.kwargs[key]
+
+    def violation(self, result: Any) -> str | None:
+        """What the call did that its rules forbid (the message after ``name(args)``), or None:
+        it modified an input in place, resized an argument it may write into, or returned a
+        tensor that shares an input's memory."""
+        for key, snap in self.snapshots:
+            now = self._now(key)
+            if now.shape != snap.shape or not torch.equal(now.detach(), snap):
+                return f"modified its input in place ({argument_label(key)})"
+        for key, shape in self.shapes.items():
+            now = tuple(self._now(key).shape)
+            if now != shape:
+                return (f"resized its {argument_label(key)} from {shape} to {now}: "
+                        f"it may only write into it")
+        alias = aliased_argument(result, self.args, self.kwargs) if self.no_alias else None
+        if alias:
+            return f"returned a tensor that shares the memory of its {alias}: the output must be new memory"
+        return None
+
+    def written(self) -> list[tuple[int | str, torch.Tensor]]:
+        """The arguments the call may write into (``MUTABLE``), as they are now."""
+        return [(key, self._now(key).detach()) for key in self.shapes]
+
+
 def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn(*args, **kwargs)`` under the guard and the target's ``limit`` (``target.limit``);
-    see the module docstring. A handle into a target's worker (``harness.isolation.Remote``) is
+    """Call ``fn(*args, **kwargs)`` under the call rules and the target's ``limit`` (``target.limit``);
+    see the module docstring. A handle into a target's worker (``harness.handles.Remote``) is
     called there, under the same rules and its worker's limit."""
-    from harness.isolation import Remote
     if isinstance(fn, Remote):
         return fn._worker.call(fn, name, args, kwargs)
+    limit.refuse_if_hung(id(fn), name)
     seconds = limit.seconds
-    if id(fn) in limit.hung:
-        raise ImplementationError(
-            f"{name} previously did not return within the per-call limit of {seconds:g} s "
-            f"(--impl-timeout) when called with ({limit.hung[id(fn)][1]}); not called again")
-    mutable = MUTABLE.get(name, frozenset())
-    snapshots = [(i, _fingerprint(a)) for i, a in enumerate(args) if i not in mutable]
-    snapshots += [(k, _fingerprint(v)) for k, v in kwargs.items() if k not in mutable]
-    shapes = {key: tuple(t.shape) for key, t in [*enumerate(args), *kwargs.items()]
-              if key in mutable and isinstance(t, torch.Tensor)}
+    inputs = Inputs(name, args, kwargs)
     shown = describe_args(args, kwargs)
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     start = time.perf_counter()
@@ -122,10 +175,8 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     try:
         result = fn(*args, **kwargs)
     except CallTimeout:
-        limit.hung[id(fn)] = (fn, shown)
-        raise ImplementationError(
-            f"{name}({shown}) did not return within the per-call limit of {seconds:g} s "
-            f"(--impl-timeout)") from None
+        limit.record_hung(id(fn), fn, shown)
+        raise ImplementationError(limit.over_limit(f"{name}({shown})")) from None
     except ImplementationError:
         raise
     except KeyboardInterrupt:
@@ -141,21 +192,9 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     if elapsed > seconds:
         raise ImplementationError(
             f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {seconds:g} s")
-    for key, snap in snapshots:
-        if snap is None:
-            continue
-        now = args[key] if isinstance(key, int) else kwargs[key]
-        if now.shape != snap.shape or not torch.equal(now.detach(), snap):
-            raise ImplementationError(f"{name}({shown}) modified its input in place ({argument_label(key)})")
-    for key, shape in shapes.items():
-        now = args[key] if isinstance(key, int) else kwargs[key]
-        if tuple(now.shape) != shape:
-            raise ImplementationError(f"{name}({shown}) resized its {argument_label(key)} from {shape} to "
-                                      f"{tuple(now.shape)}: it may only write into it")
-    alias = aliased_argument(result, args, kwargs) if name in NO_ALIAS else None
-    if alias:
-        raise ImplementationError(f"{name}({shown}) returned a tensor that shares the memory of its {alias}: "
-                                  f"the output must be new memory")
+    broken = inputs.violation(result)
+    if broken:
+        raise ImplementationError(f"{name}({shown}) {broken}")
     return result
 
 

@@ -1,20 +1,17 @@
 """Handles to objects that live in a target's worker process (``harness.isolation``).
 
 A ``Remote`` stands for the worker's object: calling it, reading or writing an attribute crosses
-to the worker (``Worker.call`` / ``request``); passed back to the worker, it is resolved to the
+to the worker (``WorkerBackend.call`` / ``request``); passed back to the worker, it is resolved to the
 object again. ``is_module`` tells an ``nn.Module`` here or there; ``named`` renames a handle in
 messages and in the per-call limit's "not called again" rule.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from harness import wire
-
-if TYPE_CHECKING:
-    from harness.isolation import Worker
 
 
 class Remote:
@@ -23,7 +20,8 @@ class Remote:
 
     __slots__ = ("_worker", "_ref", "_name", "__weakref__")
 
-    def __init__(self, worker: "Worker", ref: wire.Ref, name: str):
+    def __init__(self, worker: Any, ref: wire.Ref, name: str):
+        """``worker``: the ``harness.isolation.WorkerBackend`` that holds the object."""
         object.__setattr__(self, "_worker", worker)
         object.__setattr__(self, "_ref", ref)
         object.__setattr__(self, "_name", name)

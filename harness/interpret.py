@@ -12,7 +12,7 @@ An interpreted kernel is about 1000x slower than a compiled one, so the suites r
 profile sized for the interpreter (``fit``, applied by ``harness.runner.run`` to every
 configuration, drawn or explicit):
 
-- every length of a tile-boundary regime (``harness.regimes``: 1023-token prefills, 2048-key
+- every length of a tile-boundary regime (``suites.regimes``: 1023-token prefills, 2048-key
   decodes) becomes the kernel's own boundary class: ``T - 1``, ``T``, ``T + 1``, ``2T - 1``,
   ``2T + 1`` for the block sizes ``T`` it declares (``HARNESS_TILES = (64,)``; default
   ``DEFAULT_TILES``), and an odd length (113, 203, ...) an odd one between ``T + 1`` and ``2T``;

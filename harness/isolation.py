@@ -14,6 +14,8 @@ references, the tolerance policy and every comparison stay in this process.
 - Output the target prints is captured per call and capped (first and last KiB).
 Handles (``Remote``) stand for the worker's objects: calling one, reading or setting an
 attribute crosses to the worker; plain data (tensors, numbers, lists) comes back by value.
+``WorkerBackend`` is the worker backend of a ``Target`` (``harness.in_process.InProcessBackend`` is
+the other, with the same interface); the worker applies the call rules of ``harness.guard``.
 """
 from __future__ import annotations
 
@@ -24,20 +26,24 @@ import os
 import signal
 import sys
 import time
-from typing import Any
 
 import torch
 
-from harness import configs, guard, options, wire
+from harness import configs, guard, options, wire, worker
+from harness.handles import Remote, _renamed, is_module
 from harness.interpret import INSTALL, TIMEOUT_FACTOR
-from harness.handles import Remote, _renamed, is_module, is_remote, named  # noqa: F401  (re-exported)
+from harness.target_import import BrokenTarget, Missing, TargetInfo
+
+#: ``is_module`` stays importable from here: the suites import it from ``harness.isolation``
+__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload", "describe_exit", "is_module",
+           "DEFAULT_IMPORT_TIMEOUT", "OUTPUT_BUDGET"]
 
 #: the import of a target may take longer than a call (``--import-timeout``)
 DEFAULT_IMPORT_TIMEOUT = options.IMPORT_TIMEOUT_S
 #: characters of a target's output forwarded per test (each call's is capped first)
 OUTPUT_BUDGET = 16 * 1024
-_PRELOAD = ["torch", "harness.worker", "harness.loader", *configs.FAMILY_CONFIGS]
-_LIVE: set["Worker"] = set()
+_PRELOAD = ["torch", "harness.worker", "harness.target_import"]
+_LIVE: set["WorkerBackend"] = set()
 _context = None
 
 
@@ -54,8 +60,8 @@ def preload(modules) -> bool:
 def _ctx():
     global _context
     if _context is None:
-        _context = mp.get_context("forkserver")
-        _context.set_forkserver_preload(_PRELOAD)
+        _context = mp.get_context("forkserver")  # (with the configuration modules discovered by now)
+        _context.set_forkserver_preload(_PRELOAD + [m for m in configs.family_modules() if m not in _PRELOAD])
     return _context
 
 
@@ -90,37 +96,46 @@ class WorkerLost(guard.ImplementationError):
     """The worker died or was killed during a request."""
 
 
-class Worker:
-    """The harness's end of one target's worker process."""
+class WorkerBackend:
+    """The harness's end of one target's worker process: the worker backend of a ``Target``."""
+
+    isolated = True
 
     def __init__(self, spec: str, timeout: float | None = None, import_timeout: float | None = None,
                  threads: int | None = None, interpret: str = "off"):
         self.spec = spec
-        self.timeout = guard.DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        #: the per-call limit, and the names that ran past it (not called again)
+        self.limit = guard.CallLimit(guard.DEFAULT_TIMEOUT if timeout is None else float(timeout))
         self.import_timeout = DEFAULT_IMPORT_TIMEOUT if import_timeout is None else float(import_timeout)
         self.threads = threads
         self.interpret = interpret  # harness.interpret.mode: TRITON_INTERPRET in the worker
         self.generation = 0
         self.process = self.conn = None
         self.garbage: list[int] = []
-        self.hung: dict[str, str] = {}
         self.next_seed: int | None = None
         self.forwarded = self.withheld = 0
         self.output_path = None
         self.info = None
         self.setup: tuple | None = None  # (fn, args): run after the import in every new worker
 
+    @property
+    def timeout(self) -> float:
+        """Seconds one call may take (``--impl-timeout``; longer under Triton's interpreter)."""
+        return self.limit.seconds
+
     # -- life cycle --------------------------------------------------------------------------
-    def start(self):
-        """Start the worker and import the target; returns its ``TargetInfo`` (with
-        ``load_error`` set when it does not load: the exception, a hang, a crash)."""
-        from harness.loader import TargetInfo
+    def start(self, how: str | None = None):
+        """Start the worker and import the target (``how``: ``harness.interpret.mode``, else the
+        one given at construction); returns its ``TargetInfo`` (with ``load_error`` set when it
+        does not load: the exception, a hang, a crash)."""
+        if how is not None:
+            self.interpret = how
         try:
             self._spawn()
-            self.info = self.request(("load", self.spec, self.interpret), f"import of {self.spec}",
+            self.info = self.request(self._load_request(), f"import of {self.spec}",
                                      timeout=self.import_timeout, limit_name="--import-timeout")
             if self.info.interpreted:  # Triton's interpreter: a per-call limit sized for it
-                self.timeout *= TIMEOUT_FACTOR
+                self.limit.seconds *= TIMEOUT_FACTOR
         except guard.ImplementationError as exc:
             cause = exc.__cause__
             if isinstance(cause, TargetRaised):
@@ -133,8 +148,11 @@ class Worker:
             self.close()
         return self.info
 
+    def _load_request(self) -> tuple:
+        """Import the target, after the configuration types' modules (``harness.configs``)."""
+        return ("load", self.spec, self.interpret, configs.sources())
+
     def _spawn(self) -> None:
-        from harness import worker
         self.generation += 1
         self.garbage.clear()
         if self.output_path is None:
@@ -150,7 +168,7 @@ class Worker:
 
     def _restart(self) -> None:
         self._spawn()
-        info = self.request(("load", self.spec, self.interpret), f"import of {self.spec} (restarting its worker)",
+        info = self.request(self._load_request(), f"import of {self.spec} (restarting its worker)",
                             timeout=self.import_timeout, limit_name="--import-timeout")
         if info.load_error:
             raise guard.ImplementationError(f"restarting the worker of {self.spec!r}: {info.load_error}")
@@ -198,7 +216,6 @@ class Worker:
 
     # -- requests ----------------------------------------------------------------------------
     def lookup(self, name: str):
-        from harness.loader import BrokenTarget, Missing
         reply = self.request(("lookup", name), f"lookup of {name}", kinds=True)
         kind, value = reply
         if kind == "missing":
@@ -208,12 +225,10 @@ class Worker:
         return value if not isinstance(value, Remote) else _renamed(value, name)
 
     def call(self, remote: Remote, name: str, args: tuple, kwargs: dict):
-        """``remote(*args, **kwargs)`` in the worker, as ``guard.call`` does in-process."""
+        """``remote(*args, **kwargs)`` in the worker, under the call rules (``harness.guard``: the
+        worker judges the inputs with ``guard.Inputs``)."""
         shown = guard.describe_args(args, kwargs)
-        if name in self.hung:
-            raise guard.ImplementationError(
-                f"{name} previously did not return within the per-call limit of {self.timeout:g} s "
-                f"(--impl-timeout) when called with ({self.hung[name]}); not called again")
+        self.limit.refuse_if_hung(name, name)
         if remote._ref.generation != self.generation:
             if not self.alive():
                 self._restart()
@@ -225,18 +240,20 @@ class Worker:
                 f"{name}: this object was lost when the worker of {self.spec!r} restarted after an "
                 f"earlier crash or timeout")
         try:
-            mutable = guard.MUTABLE.get(name)
-            ctx = dict(self._ctx(), no_alias=name in guard.NO_ALIAS, mutable=sorted(mutable, key=str) if mutable else None)
-            reply = self.request(("call", remote._ref, args, kwargs, ctx), f"{name}({shown})")
-            return _written_back(reply, args, kwargs, f"{name}({shown})") if mutable else reply
+            reply = self.request(("call", remote._ref, name, args, kwargs, self._ctx()), f"{name}({shown})")
+            return _written_back(reply, args, kwargs) if guard.writes_into(name) else reply
         except WorkerLost as exc:
             if "per-call limit" in str(exc):
-                self.hung[name] = shown
+                self.limit.record_hung(name, name, shown)
             raise
 
     def apply(self, fn, args: tuple, kwargs: dict, what: str):
         """``fn(*args, **kwargs)`` in the worker: harness code next to the target's objects."""
         return self.request(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True)
+
+    def seed_next(self, seed: int) -> None:
+        """Seed torch's RNG in the worker (``target_ops.manual_seed``) before its next request."""
+        self.next_seed = seed
 
     def _ctx(self) -> dict:
         seed, self.next_seed = self.next_seed, None
@@ -278,7 +295,6 @@ class Worker:
                 return None
 
     def _lost(self, what: str, limit: float | None, limit_name: str):
-        from harness import worker
         output = ""
         if self.output_path and os.path.exists(self.output_path):
             with open(self.output_path, "rb") as f:
@@ -308,11 +324,8 @@ class Worker:
             return ("ok", value) if kinds else value
         if kind in ("missing", "broken") and kinds:
             return kind, reply[1]
-        if kind == "mutated":
-            raise guard.ImplementationError(f"{what} modified its input in place ({reply[1]})")
-        if kind == "aliased":
-            raise guard.ImplementationError(f"{what} returned a tensor that shares the memory of its "
-                                            f"{reply[1]}: the output must be new memory")
+        if kind == "broke a rule":  # (``guard.Inputs.violation``, judged in the worker)
+            raise guard.ImplementationError(f"{what} {reply[1]}")
         _, type_name, message, where, _, is_assertion = reply
         if is_assertion and harness_code:  # the verdict of harness code run next to the target
             raise AssertionError(message)
@@ -345,16 +358,14 @@ class Worker:
         return value
 
 
-def _written_back(reply, args: tuple, kwargs: dict, what: str):
+def _written_back(reply, args: tuple, kwargs: dict):
     """The result of a call to a name that may write into its arguments (``guard.MUTABLE``):
-    the arguments' contents after the call, sent back by the worker, are copied into the
-    caller's tensors, so the caller sees the writes as it would in-process."""
+    the arguments' contents after the call (the worker checked they kept their shapes), sent
+    back by the worker, are copied into the caller's tensors, so the caller sees the writes as
+    it would in-process."""
     result, updated = reply
     for key, after in updated:
         mine = args[key] if isinstance(key, int) else kwargs[key]
-        if tuple(after.shape) != tuple(mine.shape):
-            raise guard.ImplementationError(f"{what} resized its {guard.argument_label(key)} from "
-                                            f"{tuple(mine.shape)} to {tuple(after.shape)}: it may only write into it")
         if after.data_ptr() != mine.data_ptr():  # (a large CPU tensor already shares its memory)
             with torch.no_grad():
                 mine.copy_(after.to(mine.device))

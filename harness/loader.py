@@ -1,61 +1,41 @@
 """Load a target implementation: a dotted module path or a ``.py`` file path, in a worker
-process (``harness.isolation``) or, for debugging, in this one.
+process (``harness.isolation``) or, for debugging, in this one (``harness.in_process``).
 
 A target may define any subset of the protocol names (``harness.protocol``).
 Loading never raises: a target that does not import becomes a ``Target`` whose
 ``load_error`` says why, so every property for it reports that message instead
-of the whole session dying at collection.
+of the whole session dying at collection. Importing the target and reading what it provides is
+``harness.target_import``'s, which runs where the target lives.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
-import inspect
-import os
-import sys
-import traceback
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness import declarations, interpret, protocol, provided
-from harness.guard import DEFAULT_TIMEOUT, CallLimit
-from harness.options import DEFAULT_TARGET  # noqa: F401  (the target without --impl; the plug-in reads it here)
+from harness import interpret
+from harness.guard import CallLimit
+from harness.in_process import InProcessBackend
+from harness.isolation import WorkerBackend
+from harness.options import DEFAULT_TARGET
 from harness.outcome import Outcome
+from harness.target_import import (BrokenTarget, Missing, TargetInfo, _module_name_for_file, describe,
+                                   describe_module)
 
-
-@dataclass
-class TargetInfo:
-    """What the harness knows of a target once it is imported: plain data, computed where the
-    target lives (this process, or its worker) by ``describe_module``."""
-
-    file: str = "?"
-    version: str | None = None  # None: the module has no __version__ / VERSION
-    available: tuple[str, ...] = ()
-    dtypes: tuple[str, ...] | None = None
-    sizes: dict[str, Any] | None = None
-    conventions: dict[str, str] = field(default_factory=dict)
-    #: features it declares it does not support (``HARNESS_UNSUPPORTED``)
-    unsupported: frozenset = frozenset()
-    #: the block sizes it declares (``HARNESS_TILES``)
-    tiles: tuple[int, ...] | None = None
-    #: its Triton kernels run under Triton's interpreter (``harness.interpret``)
-    interpreted: bool = False
-    #: why it does not load (import error, broken declaration, hang, crash); None when it does
-    load_error: str | None = None
-    #: protocol names it imports from a third-party library and does not provide (``harness.provided``):
-    #: name -> the library's top-level package
-    ignored: dict[str, str] = field(default_factory=dict)
+#: kept importable from here: the tests and suites import them from ``harness.loader``
+__all__ = ["Target", "load_target", "BrokenTarget", "Missing", "TargetInfo", "describe", "describe_module",
+           "_module_name_for_file", "DEFAULT_TARGET"]
 
 
 @dataclass
 class Target:
-    """One implementation under test.
+    """One implementation under test, behind one backend.
 
     ``isolation="process"`` (the default of every command): the target lives in its own worker
-    process (``harness.isolation``) and ``lookup`` returns handles whose calls cross to it;
-    ``"none"``: imported here (``module``), for debugging with pdb."""
+    process (``harness.isolation.WorkerBackend``) and ``lookup`` returns handles whose calls cross
+    to it; ``"none"``: imported here (``harness.in_process.InProcessBackend``), for debugging with
+    pdb. Either answers ``lookup``, ``call``, ``apply``, ``seed_next`` and ``close`` and holds the
+    per-call ``limit``."""
 
     spec: str
     #: conventions given on the command line (``--convention k=v``), overriding the module's
@@ -63,15 +43,21 @@ class Target:
     #: device the suites build their tensors on
     device: str = "cpu"
     info: TargetInfo = field(default_factory=TargetInfo)
-    module: ModuleType | None = None
-    #: the worker client (``harness.isolation.Worker``) when isolated
-    worker: Any = None
-    #: the per-call limit of calls made here (``--isolation none``; the worker keeps its own)
-    limit: CallLimit = field(default_factory=CallLimit)
+    #: where the target lives: ``InProcessBackend`` (the default) or ``WorkerBackend``
+    backend: Any = None
     #: the running test's bookkeeping (labels, configurations passed over): a fresh one per test
     outcome: Outcome = field(default_factory=Outcome)
     #: histories (``HistoryConfig`` JSON) that failed on a fresh worker: run fresh whenever replayed
     failed_histories: set = field(default_factory=set)
+    #: (property, fixed input) pairs already checked on this target (``runner.unverified``)
+    verified: set = field(default_factory=set)
+    #: what a suite measured once per target and reuses (key -> value; e.g. the RoPE module's
+    #: layout per (head dim, base, device)); keys start with the suite's own name
+    measured: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.backend is None:
+            self.backend = InProcessBackend(self.spec)
 
     def __repr__(self) -> str:
         return f"Target({self.spec!r})"
@@ -83,12 +69,27 @@ class Target:
 
     @property
     def isolated(self) -> bool:
-        return self.worker is not None
+        return self.backend.isolated
+
+    @property
+    def worker(self) -> WorkerBackend | None:
+        """The worker backend when isolated, else None."""
+        return self.backend if self.backend.isolated else None
+
+    @property
+    def module(self) -> ModuleType | None:
+        """The target's module when it is imported here (``--isolation none``), else None."""
+        return getattr(self.backend, "module", None)
+
+    @property
+    def limit(self) -> CallLimit:
+        """The per-call limit of the calls into the target (``--impl-timeout``), and the
+        functions that ran past it."""
+        return self.backend.limit
 
     @property
     def load_error(self) -> str | None:
         return self.info.load_error
-
     @property
     def file(self) -> str:
         return self.info.file
@@ -148,125 +149,11 @@ class Target:
         """
         if self.load_error is not None:
             raise BrokenTarget(f"target {self.spec!r} could not be loaded: {self.load_error.splitlines()[0]}")
-        if self.worker is not None:
-            return self.worker.lookup(name)
-        return lookup_attribute(self.spec, self.module, name)
+        return self.backend.lookup(name)
 
     def close(self) -> None:
         """Stop the worker (isolated targets); a no-op in-process."""
-        if self.worker is not None:
-            self.worker.close()
-
-
-def lookup_attribute(spec: str, module: ModuleType, name: str) -> Any:
-    """``module.name`` checked against the protocol's signature (``Missing``/``BrokenTarget``);
-    a module ``__getattr__`` that raises breaks that name, not the session."""
-    try:
-        obj = getattr(module, name, _ABSENT)
-    except Exception as exc:  # noqa: BLE001 - a hostile module __getattr__
-        raise BrokenTarget(f"{spec}.{name}: looking it up raised {type(exc).__name__}: {exc}") from None
-    if obj is _ABSENT:
-        raise Missing(f"target {spec!r} has no attribute {name!r}")
-    source = provided.imported_from(module, name, obj) if name in protocol.NAMES else None
-    if source is not None:
-        raise Missing(f"target {spec!r} does not provide {name!r}, it imports it; "
-                      f"ignored: {provided.ignored_line(name, source)}")
-    problem = protocol.signature_problem(name, obj)
-    if problem:
-        raise BrokenTarget(f"{spec}.{name}: {problem}")
-    return obj
-
-
-_ABSENT = object()
-
-
-def describe_module(spec: str, module: ModuleType) -> TargetInfo:
-    """The ``TargetInfo`` of an imported target; a broken declaration becomes its load error."""
-    info = TargetInfo(file=_file_of(module), version=_version_of(module))
-    names = []
-    for n in protocol.NAMES:
-        try:
-            obj = getattr(module, n, _ABSENT)
-        except Exception:  # noqa: BLE001 - listed, and its lookup says what is wrong
-            names.append(n)
-            continue
-        source = None if obj is _ABSENT else provided.imported_from(module, n, obj)
-        if source is not None:
-            info.ignored[n] = source
-        elif obj is not _ABSENT:
-            names.append(n)
-    info.available = tuple(names)
-    try:
-        info.dtypes = declarations.dtypes(module)
-        info.sizes = declarations.sizes(module, declarations.config_fields())
-        info.conventions = declarations.conventions(module)
-        info.unsupported = declarations.unsupported(module)
-        info.tiles = declarations.tiles(module)
-    except declarations.DeclarationError as exc:
-        info.load_error = f"broken declaration: {exc}"
-    return info
-
-
-def _file_of(module: ModuleType) -> str:
-    f = getattr(module, "__file__", None)
-    return f if isinstance(f, str) else "<built-in>"
-
-
-def _version_of(module: ModuleType) -> str:
-    top = sys.modules.get(str(getattr(module, "__name__", "")).split(".")[0])
-    for obj, attr in ((module, "__version__"), (module, "VERSION"), (top, "__version__")):
-        try:
-            value = getattr(obj, attr, None)
-        except Exception:  # noqa: BLE001 - a module __getattr__ that raises
-            value = None
-        if isinstance(value, str):
-            return value
-    return None
-
-
-class Missing(Exception):
-    """The target does not define a protocol name (a skip, not a failure)."""
-
-
-class BrokenTarget(Exception):
-    """The target cannot be used for this name: import error, wrong signature."""
-
-
-def _module_name_for_file(path: str) -> str:
-    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
-    stem = os.path.splitext(os.path.basename(path))[0]
-    return f"harness_target_{stem}_{digest}"
-
-
-def _import_file(path: str) -> ModuleType:
-    name = _module_name_for_file(path)
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot build an import spec for {path!r}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
-def import_spec(spec: str) -> ModuleType:
-    """Import ``spec`` (``pkg.mod`` or ``path/to/file.py``); raises what the import raises."""
-    try:
-        if spec.endswith(".py") or os.sep in spec or "/" in spec:
-            if not os.path.exists(spec):
-                raise FileNotFoundError(f"no such file: {spec!r}")
-            return _import_file(spec)
-        return importlib.import_module(spec)
-    except ModuleNotFoundError as exc:
-        if interpret.missing_triton(exc):
-            raise ModuleNotFoundError(interpret.missing_message(spec), name="triton") from None
-        raise
+        self.backend.close()
 
 
 def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
@@ -279,62 +166,13 @@ def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device
     device (or with ``triton_interpret``) Triton kernels run under the interpreter
     (``harness.interpret``), with a per-call limit ``interpret.TIMEOUT_FACTOR`` times longer."""
     how = interpret.mode(device, triton_interpret)
-    target = Target(spec=spec, cli_conventions=dict(cli_conventions or {}), device=device,
-                    limit=CallLimit(DEFAULT_TIMEOUT if timeout is None else float(timeout)))
     if isolation == "process":
-        from harness import isolation as iso
-        target.worker = iso.Worker(spec, timeout=timeout, import_timeout=import_timeout, threads=threads,
-                                   interpret=how)
-        target.info = target.worker.start()
-        if target.info.interpreted:
-            target.limit.seconds *= interpret.TIMEOUT_FACTOR
-        return target
-    if isolation != "none":
+        backend = WorkerBackend(spec, timeout=timeout, import_timeout=import_timeout, threads=threads,
+                                interpret=how)
+    elif isolation == "none":
+        backend = InProcessBackend(spec, timeout=timeout)
+    else:
         raise ValueError(f"isolation must be 'process' or 'none', got {isolation!r}")
-    try:
-        interpret.prepare(how)
-        target.module = import_spec(spec)
-    except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
-        target.info = TargetInfo(load_error=format_load_error(exc, spec))
-        return target
-    target.info = describe_module(spec, target.module)
-    target.info.interpreted = interpret.interpreted(target.module)
-    if target.info.interpreted:
-        target.limit.seconds *= interpret.TIMEOUT_FACTOR
+    target = Target(spec=spec, cli_conventions=dict(cli_conventions or {}), device=device, backend=backend)
+    target.info = backend.start(how)
     return target
-
-
-def format_load_error(exc: BaseException, spec: str) -> str:
-    """One clear load error: the exception, where the target raised it, and the first lines of
-    its traceback (the chained exceptions' tracebacks are left out)."""
-    head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    if interpret.missing_triton(exc) and interpret.INSTALL in str(exc):
-        return head  # one line that says what to install; the import's frames add nothing
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not f.filename.startswith("<frozen") and f.filename != __file__]
-    where = _innermost_frame(exc, spec)
-    tail = "".join(traceback.format_list(frames[-4:])).rstrip() if frames else ""
-    return f"{head}{where}" + (f"\n  traceback (innermost last):\n{tail}" if tail else "")
-
-
-def _innermost_frame(exc: BaseException, spec: str) -> str:
-    """Where the target itself failed: a SyntaxError's own line, else the innermost frame
-    outside the import machinery and this loader."""
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return f"\n  (at {exc.filename}:{exc.lineno})"
-    if isinstance(exc, FileNotFoundError):
-        return ""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not f.filename.startswith("<frozen") and f.filename != __file__]
-    if not frames:
-        return ""
-    last = frames[-1]
-    return f"\n  (raised at {last.filename}:{last.lineno})"
-
-
-def describe(obj: Any) -> str:
-    """``name(signature)`` for messages; builtins may have no signature."""
-    try:
-        return f"{getattr(obj, '__name__', obj)}{inspect.signature(obj)}"
-    except (TypeError, ValueError):
-        return str(getattr(obj, "__name__", obj))

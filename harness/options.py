@@ -4,9 +4,16 @@
 ``--impl-timeout``, ``--import-timeout`` and ``--device`` (``report`` and ``run`` the gate's
 ``--strict``) through these functions, so an option is
 spelled, typed and defaulted once. The pytest plug-in (``harness.plugin``) reads ``DEFAULT_TARGET``
-through ``harness.loader``. A leaf module: the CLI builds its parser without importing torch.
+here too. A leaf module: the CLI builds its parser without importing torch.
 """
 from __future__ import annotations
+
+from pathlib import Path
+
+#: the project's conformance suites: what ``check`` runs, and the folder whose families'
+#: ``configs.py`` define the configuration types (every entry point that loads a target passes it
+#: to ``harness.configs.add_source``; the engine itself names no suite)
+SUITES = Path(__file__).resolve().parents[1] / "suites"
 
 #: the built-in reference implementations, the target when no ``--impl`` is given
 DEFAULT_TARGET = "reference"

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import guard, provided, runner, versions
+from harness import configs, guard, options, provided, runner, versions
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
-from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
+from harness.loader import BrokenTarget, Missing, Target, load_target
 from harness.outcome import Outcome
 from harness.session_rows import NOT_LOADED, ResultsSink, conformance_summary
 
@@ -86,7 +86,7 @@ def target_specs(config: pytest.Config) -> list[str]:
     specs = config.getoption("impl") or []
     if not specs and os.environ.get("HARNESS_IMPL"):
         specs = [s.strip() for s in os.environ["HARNESS_IMPL"].split(",") if s.strip()]
-    return specs or [DEFAULT_TARGET]
+    return specs or [options.DEFAULT_TARGET]
 
 
 #: the project root (suites/, tests/): a session run on paths in it is a harness session
@@ -124,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("harness-ci" if os.environ.get("CI") else "harness-dev")
     _set_threads(config)
+    configs.add_source(options.SUITES)  # the configuration types, before a target's HARNESS_SIZES is read
     targets(config)
 
 

@@ -24,7 +24,7 @@ import pytest
 import torch
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import guard
+from harness import guard, target_ops
 from harness.configs import Config
 from harness.conventions import ConventionMismatch
 from harness.loader import Missing, Target
@@ -147,8 +147,7 @@ def seed_call(target: Target, cfg: Config) -> None:
     seed = getattr(cfg, "seed", None)
     if seed is not None:
         manual_seed(seed)
-        if target.worker is not None:
-            target.worker.next_seed = seed  # (in its worker: seeded before the example's first call)
+        target.backend.seed_next(seed)  # (in its worker: seeded before the example's first call)
 
 
 def record_label(target: Target, label: str) -> None:
@@ -175,15 +174,7 @@ def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any)
     objects directly: writing parameters, autograd through its code, building under a device
     context. An ``AssertionError`` that ``fn`` raises is a property's verdict; anything else the
     call raises is an ``ImplementationError`` of the target."""
-    what = f"{getattr(fn, '__name__', fn)}(...)"
-    if target.worker is not None:
-        return target.worker.apply(fn, args, kwargs, what)
-    try:
-        return guard.call(target.limit, fn, what, *args, **kwargs)
-    except guard.ImplementationError as exc:
-        if isinstance(exc.__cause__, AssertionError) and not isinstance(exc.__cause__, guard.ImplementationError):
-            raise exc.__cause__ from None
-        raise
+    return target.backend.apply(fn, args, kwargs, f"{getattr(fn, '__name__', fn)}(...)")
 
 
 def unverified(target: Target, prop: str, keys) -> list:
@@ -192,12 +183,11 @@ def unverified(target: Target, prop: str, keys) -> list:
     deterministic function gives the same answer on the same input, so a grid that passed is not
     called again in the next 30 examples; the drawn input is always checked, and a failing key
     is never recorded, so shrinking and the repro line see the failure again."""
-    done = target.__dict__.get("_verified", set())
-    return [k for k in keys if (prop, k) not in done]
+    return [k for k in keys if (prop, k) not in target.verified]
 
 
 def verified(target: Target, prop: str, key) -> None:
-    target.__dict__.setdefault("_verified", set()).add((prop, key))
+    target.verified.add((prop, key))
 
 
 #: a batch of ``call_each`` aims at this many seconds (far below any per-call limit)
@@ -210,15 +200,14 @@ def call_each(target: Target, name: str, arg_tuples: list[tuple], kwargs: dict) 
     calls then cost a few round trips, not one each). The batch size adapts to the call's speed
     so that a batch takes about ``BATCH_S`` (at most a tenth of the per-call limit): speed
     decides how calls are grouped, never which calls are made or what is checked."""
-    if target.worker is None:
+    if not target.isolated:
         fn = impl(target, name)
         return [fn(*args, **kwargs) for args in arg_tuples]
-    from harness.target_ops import call_each as remote_each
-    fn, out, size, budget = target.lookup(name), [], 8, min(BATCH_S, target.worker.timeout / 10)
+    fn, out, size, budget = target.lookup(name), [], 8, min(BATCH_S, target.limit.seconds / 10)
     while len(out) < len(arg_tuples):
         batch = arg_tuples[len(out):len(out) + size]
         start = time.perf_counter()
-        out += target.worker.apply(remote_each, (fn, batch, kwargs), {},
+        out += target.backend.apply(target_ops.call_each, (fn, batch, kwargs), {},
                                    f"{name} (calls {len(out) + 1}-{len(out) + len(batch)} of {len(arg_tuples)})")
         per_call = max(time.perf_counter() - start, 1e-6) / len(batch)
         size = max(1, min(4 * size, int(budget / per_call)))
@@ -229,9 +218,8 @@ def call_under_autocast(target: Target, name: str, dtype: str, *args: Any, **kwa
     """The target's ``name`` called inside ``torch.autocast(<its device type>, dtype)`` where it
     runs (its worker when isolated), as training code calls it; ``Unsupported`` when the target
     declares ``autocast`` unsupported."""
-    from harness.target_ops import under_autocast
     require_features(target, "autocast")
-    return on_target(target, under_autocast, torch.device(target.device).type, dtype, target.lookup(name),
+    return on_target(target, target_ops.under_autocast, torch.device(target.device).type, dtype, target.lookup(name),
                      *args, **kwargs)
 
 

@@ -82,18 +82,15 @@ def _cpu_copy_same_strides(t: torch.Tensor) -> torch.Tensor:
 
 
 def _rebuild_generator(device: str, state: torch.Tensor) -> torch.Generator:
+    """A generator from its state. ``Unpickler`` rebuilds them itself, to record each; this one
+    stands for the reduce function's name in a message."""
     g = torch.Generator(device=device)
     g.set_state(state)
-    _rebuilt.append(g)
     return g
 
 
 def _as_parameter(t: torch.Tensor) -> torch.nn.Parameter:
     return torch.nn.Parameter(t, requires_grad=t.requires_grad)
-
-
-#: the generators the last ``loads`` in this process rebuilt, in message order
-_rebuilt: list[torch.Generator] = []
 
 
 #: how long each side of the pipe waits for the other's next message before it sleeps: the
@@ -129,10 +126,26 @@ def dumps(obj) -> tuple[bytes, list[torch.Generator]]:
     return buf.getvalue(), pickler.generators
 
 
+class Unpickler(pickle.Unpickler):
+    """Rebuilds a message; the generators in it are recorded in ``generators``, in the order the
+    sender sent them (their states go back with the reply)."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.generators: list[torch.Generator] = []
+
+    def find_class(self, module: str, name: str):
+        if module == __name__ and name == _rebuild_generator.__name__:
+            return self._rebuild_generator
+        return super().find_class(module, name)
+
+    def _rebuild_generator(self, device: str, state: torch.Tensor) -> torch.Generator:
+        g = _rebuild_generator(device, state)
+        self.generators.append(g)
+        return g
+
+
 def loads(data: bytes) -> tuple[object, list[torch.Generator]]:
     """The message, and the generators rebuilt from it (in the sender's order)."""
-    _rebuilt.clear()
-    obj = pickle.loads(data)
-    gens = list(_rebuilt)
-    _rebuilt.clear()
-    return obj, gens
+    unpickler = Unpickler(io.BytesIO(data))
+    return unpickler.load(), unpickler.generators

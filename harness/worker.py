@@ -7,17 +7,19 @@ Whatever the target does to torch, to signals, to threads or to its own process 
 and the harness kills the whole process group on a timeout.
 
 Requests (``wire``-pickled tuples) and what they return:
-  ("load", spec, how)                    -> TargetInfo (import under output capture; how: harness.interpret.mode)
+  ("load", spec, how, config sources)    -> TargetInfo (import under output capture; how: harness.interpret.mode;
+                                            the sources: ``harness.configs.add_source``)
   ("lookup", name)                       -> the attribute, exported (see ``export``)
-  ("call", ref, args, kwargs, ctx)       -> ref(*args, **kwargs), exported; with ctx["mutable"]
-                                            (``guard.MUTABLE``: the arguments it may write into)
+  ("call", ref, name, args, kwargs, ctx) -> ref(*args, **kwargs), exported, under ``name``'s call
+                                            rules (``harness.guard.Inputs``); for a name that may write
+                                            into its arguments (``guard.writes_into``):
                                             (result, [(key, that argument after the call)])
   ("getattr", ref, attr) / ("setattr", ref, attr, value)
   ("apply", fn, args, kwargs, ctx)       -> fn(*args, **kwargs): harness code run next to the
                                             target's objects (fn is imported here by name)
 Every request also carries the ids of the handles the harness dropped (freed here).
 A reply is ("ok", value, output, generator states, whether value holds a Ref) or ("raised", type name, message,
-traceback, output, is_assertion) or ("missing"/"broken", message, output).
+traceback, output, is_assertion) or ("missing"/"broken"/"broke a rule", message, output).
 """
 from __future__ import annotations
 
@@ -33,17 +35,20 @@ from typing import Any
 
 import torch
 
-from harness import guard, interpret, loader, target_ops, wire
+from harness import configs, guard, target_import, target_ops, wire
+from harness.target_import import BrokenTarget, Missing, import_and_describe, lookup_attribute
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
           range, slice, type(Ellipsis))
 _SCALARS = {bool, int, float, str}
 
 
-_HARNESS_FILES = {__file__, loader.__file__}
+_HARNESS_FILES = {__file__, target_import.__file__}
 
 
-class Worker:
+class TargetServer:
+    """The worker's end of the pipe: holds the target's module and objects, serves requests."""
+
     def __init__(self, conn, generation: int, output_path: str):
         self.conn = conn
         self.generation = generation
@@ -116,28 +121,27 @@ class Worker:
                                          "", reply[2] if reply[0] == "ok" else None, False))
             self.conn.send_bytes(payload)
 
-    def op_load(self, spec: str, how: str = "off"):
+    def op_load(self, spec: str, how: str = "off", sources: tuple = ()):
         self.spec = spec
-        interpret.prepare(how)  # TRITON_INTERPRET before the target's kernels are decorated
-        self.module = loader.import_spec(spec)
-        info = loader.describe_module(spec, self.module)
-        info.interpreted = interpret.interpreted(self.module)
+        for directory in sources:  # (the configuration types HARNESS_SIZES may name, imported when read)
+            configs.register_source(directory)
+        self.module, info = import_and_describe(spec, how)
         return info
 
     def op_lookup(self, name: str):
         try:
-            return self.export(loader.lookup_attribute(self.spec, self.module, name))
-        except loader.Missing as exc:
+            return self.export(lookup_attribute(self.spec, self.module, name))
+        except Missing as exc:
             raise _Reply(("missing", str(exc))) from None
-        except loader.BrokenTarget as exc:
+        except BrokenTarget as exc:
             raise _Reply(("broken", str(exc))) from None
 
-    def op_call(self, ref, args, kwargs, ctx):
+    def op_call(self, ref, name, args, kwargs, ctx):
         fn = self.resolve(ref)
-        return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, check_inputs=True)
+        return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, rules=name)
 
     def op_apply(self, fn, args, kwargs, ctx):
-        return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, check_inputs=False)
+        return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, rules=None)
 
     def op_getattr(self, ref, attr: str):
         return self.export(getattr(self.resolve(ref), attr))
@@ -145,24 +149,21 @@ class Worker:
     def op_setattr(self, ref, attr: str, value):
         setattr(self.resolve(ref), attr, self.resolve(value))
 
-    def _run(self, fn, args, kwargs, ctx, check_inputs: bool):
+    def _run(self, fn, args, kwargs, ctx, rules: str | None):
+        """``fn(*args, **kwargs)``; a call into the target (``rules``: its protocol name or handle
+        name) is judged by the call rules (``guard.Inputs``); harness code (None) is not."""
         if ctx.get("seed") is not None:
             target_ops.manual_seed(ctx["seed"])
-        mutable = frozenset(ctx.get("mutable") or ())
-        snapshots = [(k, s) for k, s in _snapshots(args, kwargs) if k not in mutable] if check_inputs else []
+        inputs = guard.Inputs(rules, args, kwargs) if rules is not None else None
         with torch.set_grad_enabled(ctx.get("grad", True)):
             result = fn(*args, **kwargs)
-        for key, snap in snapshots:
-            now = args[key] if isinstance(key, int) else kwargs[key]
-            if now.shape != snap.shape or not torch.equal(now.detach(), snap):
-                raise _Reply(("mutated", guard.argument_label(key)))
-        alias = guard.aliased_argument(result, args, kwargs) if ctx.get("no_alias") else None
-        if alias:
-            raise _Reply(("aliased", alias))
-        if mutable:  # the arguments it may write into go back, to be copied into the caller's
-            updated = [(key, t.detach()) for key, t in [*enumerate(args), *kwargs.items()]
-                       if key in mutable and isinstance(t, torch.Tensor)]
-            return self.export(result), updated
+        if inputs is None:
+            return self.export(result)
+        broken = inputs.violation(result)
+        if broken:
+            raise _Reply(("broke a rule", broken))
+        if guard.writes_into(rules):  # the arguments it may write into go back, to be copied into the caller's
+            return self.export(result), inputs.written()
         return self.export(result)
 
 
@@ -170,11 +171,6 @@ class _Reply(Exception):
     def __init__(self, reply):
         super().__init__()
         self.reply = reply
-
-
-def _snapshots(args, kwargs):
-    snaps = [(i, a.detach().clone()) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    return snaps + [(k, v.detach().clone()) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
 
 
 def _message(exc: BaseException) -> str:
@@ -262,7 +258,7 @@ def main(conn, generation: int, threads: int | None, output_path: str) -> None:
     if threads:
         torch.set_num_threads(threads)
     sys.stdin = open(os.devnull)  # noqa: SIM115
-    Worker(conn, generation, output_path).serve()
+    TargetServer(conn, generation, output_path).serve()
 
 
 def scratch_file() -> str:

@@ -8,12 +8,16 @@ check is skipped with that reason. (At BERT's init scale, std 0.02, every activa
 zero, where backend differences vanish: exact and tanh GELU differ by 2e-7 there.) Then every module runs one seeded
 input in eval mode (no dropout). Yardstick (the tolerance policy, as attention-gym does it): the
 first target's module run in float64 on a copy is the truth, its own float32 run the naive
-same-precision error; two outputs may differ by twice the allowance.
+same-precision error; two outputs may differ by twice the allowance. What the first target's run
+recorded travels with the example, as the one call's argument (``Comparison``): no state outlives it.
 
     build_model:     inputs_embeds (B, L, D), D = the first model's embed_dim -> (B, L, H)
     bert_embeddings: input_ids, token_type_ids (B, L) -> (B, L, hidden_size)
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -28,8 +32,25 @@ class NotComparable(Exception):
     """The targets' modules are not one model (their state dicts differ)."""
 
 
-#: the comparison in progress: (name, cfg) -> the first target's state, input and yardstick
-_FIRST: dict = {}
+@dataclass
+class FirstRun:
+    """The first target's run of a comparison: its exercised weights, the input, the float64 truth
+    and its own float32 output (the naive yardstick, and that target's compared output)."""
+
+    owner: Any
+    state: dict
+    x: tuple
+    truth: torch.Tensor
+    naive: Any
+
+
+@dataclass
+class Comparison:
+    """One example's comparison of a model name across the targets: the arguments its module is
+    built with, and the first target's run once one target has made it (``invoke``)."""
+
+    build_args: tuple
+    first: FirstRun | None = None
 
 
 def _build(target, name: str, cfg, args: tuple):
@@ -64,26 +85,27 @@ def exercised(state: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tens
 
 
 def invoke(target, name: str, cfg, args, kwargs):
-    """Build ``name`` on ``target``; the first target's weights (and input, and yardstick) are
-    recorded, every later one loads them; then the float32 eval-mode forward."""
-    mod = _build(target, name, cfg, args)
-    key = (name, cfg)
-    if key not in _FIRST:
-        _FIRST.clear()
-        first = on_target(target, getattr, mod, "embed_dim") if name == "build_model" else None
-        if name == "build_model" and not isinstance(first, int):
+    """Build ``name`` on ``target`` (``args``: the example's ``Comparison``); the first target's
+    weights (and input, and yardstick) are recorded in it, every later one loads them; then the
+    float32 eval-mode forward."""
+    (comparison,) = args
+    mod = _build(target, name, cfg, comparison.build_args)
+    if comparison.first is None:
+        width = on_target(target, getattr, mod, "embed_dim") if name == "build_model" else None
+        if name == "build_model" and not isinstance(width, int):
             raise ImplementationError("build_model()'s module has no integer attribute embed_dim")
         state = exercised(on_target(target, state_of, mod), cfg.seed % 2**31)
         on_target(target, load_state, mod, state)
-        x = _inputs(name, cfg, first)
+        x = _inputs(name, cfg, width)
         truth = on_target(target, eval_forward, mod, "float64", *x)
-        _FIRST[key] = {"state": state, "x": x, "truth": truth, "owner": target,
-                       "naive": on_target(target, eval_forward, mod, None, *x)}
-        return _checked(name, _FIRST[key]["naive"])  # the first target's float32 run is its output
-    why = on_target(target, load_state, mod, _FIRST[key]["state"])
+        comparison.first = FirstRun(owner=target, state=state, x=x, truth=truth,
+                                    naive=on_target(target, eval_forward, mod, None, *x))
+        return _checked(name, comparison.first.naive)  # the first target's float32 run is its output
+    first = comparison.first
+    why = on_target(target, load_state, mod, first.state)
     if why:
-        raise NotComparable(f"{target.spec} is another model than {_FIRST[key]['owner'].spec}: {why}")
-    return _checked(name, on_target(target, eval_forward, mod, None, *_FIRST[key]["x"]))
+        raise NotComparable(f"{target.spec} is another model than {first.owner.spec}: {why}")
+    return _checked(name, on_target(target, eval_forward, mod, None, *first.x))
 
 
 def _checked(name: str, out):
@@ -93,15 +115,16 @@ def _checked(name: str, out):
 
 
 def calls(build_args):
+    """One call per example, whose one argument is the example's fresh ``Comparison``."""
     def make(cfg, device):
-        return [("same weights, eval mode", build_args(cfg), {})]
+        return [("same weights, eval mode", (Comparison(build_args(cfg)),), {})]
     return make
 
 
 def judge(name: str):
     def yardstick(cfg, label, args, kwargs, out_dtype):
-        first = _FIRST[(name, cfg)]
-        truth, naive = first["truth"], first["naive"]
+        (comparison,) = args
+        truth, naive = comparison.first.truth, comparison.first.naive
         return (lambda out: out.detach().cpu().to(torch.float64)), \
             2 * tolerance.allowance(truth, naive.detach().cpu(), dtype=naive.dtype)
     return yardstick

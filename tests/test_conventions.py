@@ -8,6 +8,7 @@ import pytest
 
 from harness.conventions import (DECLARATION_ATTR, KNOWN, ConventionMismatch, check_convention,
                                  declared_conventions, parse_cli)
+from harness.in_process import InProcessBackend
 from harness.loader import Target, describe_module
 
 
@@ -108,7 +109,7 @@ def test_parse_cli():
 def test_command_line_overrides_the_module_declaration():
     mod = types.ModuleType("declares")
     setattr(mod, DECLARATION_ATTR, {"causal_alignment": "bottom_right", "window_extent": "w+1"})
-    target = Target(spec="x", module=mod, info=describe_module("x", mod),
+    target = Target(spec="x", backend=InProcessBackend("x", mod), info=describe_module("x", mod),
                     cli_conventions={"causal_alignment": "top_left"})
     assert target.conventions == {"causal_alignment": "top_left", "window_extent": "w+1"}
     assert check_convention("causal_alignment", "top_left", target.conventions) == "convention:top_left"

@@ -8,7 +8,8 @@ import importlib.util
 import pytest
 
 import harness.configs as configs
-from harness import interpret, regimes
+from harness import interpret
+from suites import regimes
 from harness.loader import load_target
 
 configs.load_families()

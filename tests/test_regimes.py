@@ -1,12 +1,12 @@
 """The tile-boundary regime covers every boundary class on every run (issue 11): the explicit
-examples in ``harness.regimes`` are checked here against the classes, so a later edit that drops
+examples in ``suites.regimes`` are checked here against the classes, so a later edit that drops
 one (say, every key length past 256) fails this test rather than silently losing the coverage."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from harness import regimes
+from suites import regimes
 from planted_support import suite_file
 
 

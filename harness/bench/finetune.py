@@ -43,7 +43,8 @@ from harness.bench import Check, Context
 from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.points import Point, Skip
 from harness.bench.models import finetune_data as fd
-from harness.bench.store import append_jsonl, make_key, read_jsonl
+from harness.bench.store import append_jsonl, read_jsonl
+from harness.runfolder import make_key
 from harness.stats import t_interval
 
 SUITE = "finetune"

@@ -52,9 +52,11 @@ def _run(store, impl, bench_profile, prof, cases, device, progress, state, measu
     from harness.bench import env
     from harness.bench import finetune as ft
     from harness.bench.points import PointRunner
+    from harness import configs
     from harness.loader import load_target
 
     peak = env.measure_peak_tflops(device) if measure_peak else {}
+    configs.add_source(options.SUITES)  # the configuration types a HARNESS_SIZES may name
     ctx = begin_run(store, load_target(impl, device=device), impl, device, bench_profile, [ft.SUITE], peak=peak,
                     cases=cases, state=state, extra={"finetune_profile": prof.name})
     PointRunner(store, impl, device, progress=progress).run(ft.points(ctx), desc=ft.SUITE)

@@ -62,7 +62,7 @@ from harness.bench.on_target import PointCall, point_call, timing_of
 from harness.bench.points import NonFinite, Point, Skip, check_finite, note
 from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
-from harness.isolation import named
+from harness.handles import named
 from harness.runfolder import PASS_WORDS, PASSES, SIZE_CAP_REASON, pass_of
 from harness.bench.models import registry
 from harness.bench.models.banded import visible_keys

@@ -23,8 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.gate_rule import time_detectable_metrics
-from harness.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderBusy, FolderLock,  # noqa: F401
-                               RunFolderError, append_jsonl, make_key, point_key, read_jsonl)
+from harness.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderLock, RunFolderError, append_jsonl,
+                               point_key, read_jsonl)
+
+#: the store's own names, and the run-folder names the benchmarks and tests import from here
+__all__ = ["FolderExists", "ResultStore", "make_row", "now_utc",
+           "FIELDS", "STATUSES", "append_jsonl", "point_key", "read_jsonl"]
 
 
 class FolderExists(RunFolderError):

@@ -45,7 +45,7 @@ from typing import Callable
 from harness.bench.on_target import PointCall
 from harness.bench.timer import Timing, calibrate, summarize
 from harness.gate_rule import decides, detectable
-from harness.isolation import is_remote
+from harness.handles import is_remote
 from harness.runfolder import SIZE_CAP_REASON
 
 

@@ -195,7 +195,7 @@ def main(args) -> int:
 
 
 def _run(args, suites, device, profile, allocator, started) -> int:
-    from harness import conventions
+    from harness import configs, conventions
     from harness.bench.store import ResultStore
     from harness.loader import load_target
     from harness.runfolder import RunFolderError
@@ -204,6 +204,7 @@ def _run(args, suites, device, profile, allocator, started) -> int:
     if args.isolation == "process":  # imported once in the forkserver, never under a call's limit
         from harness import isolation
         isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
+    configs.add_source(options.SUITES)  # the configuration types a HARNESS_SIZES may name
     target = load_target(args.impl, conventions.parse_cli(args.convention), device,
                          isolation=args.isolation, timeout=args.impl_timeout,
                          import_timeout=args.import_timeout, threads=threads)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness import options
 
-SUITES = Path(__file__).resolve().parents[2] / "suites"
+SUITES = options.SUITES
 
 
 def add_parser(sub) -> None:

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import options
-from harness.configs import Config
+from harness import configs, options
 
 
 def add_parser(sub) -> None:
@@ -57,13 +56,14 @@ def main(args) -> int:
     from harness import conventions, runner
     from harness.loader import Missing, load_target
 
+    configs.add_source(options.SUITES)  # the configuration types: HARNESS_SIZES, --config
     target = load_target(args.impl, conventions.parse_cli(args.convention), args.device,
                          isolation=args.isolation, timeout=args.impl_timeout, threads=1)
     if target.load_error:
         print(f"target {target.spec!r} does not load: {target.load_error}")
         return 2
     check = load_check(args.check)
-    cfg = Config.from_json(args.config)
+    cfg = configs.Config.from_json(args.config)
     print(f"replaying {runner.property_name(check)} on {target.spec} with {cfg}")
     try:
         runner.run(target, check, cfg)

@@ -76,7 +76,7 @@ _BATCH = st.one_of(st.tuples(st.integers(1, 3)), st.tuples(st.integers(1, 2), st
 @st.composite
 def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=_DTYPE,
                  distinct_lengths: bool = False, gqa: bool = False) -> AttnConfig:
-    """Small-regime attention configs (``harness.regimes`` adds the tile-boundary one). Hq = Hkv
+    """Small-regime attention configs (``suites.regimes`` adds the tile-boundary one). Hq = Hkv
     unless ``gqa`` or ``min_group`` > 1: a property that is not about GQA does not draw it, so a
     GQA bug fails the property that names it, not every property."""
     hkv = draw(st.integers(1, max_kv_heads))

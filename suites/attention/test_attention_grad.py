@@ -22,10 +22,10 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from harness import regimes
+from suites import regimes
 from suites.attention.configs import AttnConfig, attn_configs
 from harness.conventions import check_convention
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math

@@ -13,9 +13,9 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import regimes
+from suites import regimes
 from suites.attention.configs import attn_configs
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.conventions import check_convention
 from harness.runner import record_label, run
 from reference.masks import causal_mask

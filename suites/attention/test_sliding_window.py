@@ -14,9 +14,9 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from harness import regimes
+from suites import regimes
 from suites.attention.configs import window_configs
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.conventions import KNOWN, check_convention
 from harness.guard import expect_tensor
 from harness.runner import impl, record_label, run

@@ -19,9 +19,9 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import regimes
+from suites import regimes
 from suites.attention.configs import window_configs
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.runner import run
 from suites._grad import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
 from suites.attention.test_attention_grad import agree

@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness.configs import _DTYPE, _SEED, Config, register
-from harness.regimes import GQA_HEADS
+from suites.regimes import GQA_HEADS
 
 
 @register
@@ -157,7 +157,7 @@ def rotary_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
                          rotary_dim=R, interleaved=draw(st.booleans()))
 
 
-# -- the tile-boundary regime (harness.regimes): run first as explicit examples ------------------
+# -- the tile-boundary regime (suites.regimes): run first as explicit examples ------------------
 def _kv(chunks, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> KVCacheConfig:
     return KVCacheConfig(batch=kw.pop("batch", 1), hq=hq, hkv=hkv, E=E, Ev=E if Ev is None else Ev, dtype=dtype,
                          seed=seed, chunks=tuple(chunks), **kw)

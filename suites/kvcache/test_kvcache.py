@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from suites.kvcache import configs as kvc
 from harness.conventions import KNOWN, check_convention
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.runner import record_label, run
 from reference.attention import attention_math
 from reference.sliding_window import sliding_window_math

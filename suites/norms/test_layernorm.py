@@ -15,8 +15,8 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import regimes
-from harness.regimes import covering
+from suites import regimes
+from suites.regimes import covering
 from harness import tolerance
 from harness.configs import autocast_dtypes
 from suites.norms.configs import half_dtypes, norm_configs

@@ -29,11 +29,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import guard, module_tensors, regimes, tolerance
+from harness import guard, module_tensors, tolerance
+from suites import regimes
 from suites.norms.configs import NormConfig, norm_configs
 from harness.guard import ImplementationError
 from harness.isolation import is_module
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.runner import impl, on_target, run
 from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math

@@ -17,8 +17,8 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import regimes
-from harness.regimes import covering
+from suites import regimes
+from suites.regimes import covering
 from harness.configs import autocast_dtypes
 from suites.norms.configs import half_dtypes, norm_configs
 from harness.conventions import KNOWN, check_convention

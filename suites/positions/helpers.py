@@ -126,8 +126,7 @@ def seed_sequence(target, seed: int) -> None:
     """Seed a call sequence as ``runner.run`` seeds a check (its replay is seeded alike): here and,
     for an isolated target, in its worker before the next call."""
     manual_seed(seed)
-    if target.worker is not None:
-        target.worker.next_seed = seed
+    target.backend.seed_next(seed)
 
 
 def guarded_step(target, check, cfg, fn):

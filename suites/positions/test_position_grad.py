@@ -17,9 +17,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import regimes, tolerance
+from harness import tolerance
+from suites import regimes
 from suites.positions.configs import RopeConfig, learned_configs, rope_configs
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.runner import on_target, run
 from harness.target_ops import gradcheck
 from reference.rope import pair_indices, rope_math

@@ -22,9 +22,9 @@ from hypothesis import given
 from harness import tolerance
 from suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
 from harness.conventions import check_convention
-from harness import regimes
+from suites import regimes
 from harness.configs import autocast_dtypes
-from harness.regimes import covering
+from suites.regimes import covering
 from harness.runner import call_under_autocast, record_label, run
 from reference.rope import pair_indices, rope_frequencies, rope_math
 from suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,

@@ -88,8 +88,8 @@ class Session:
     def __init__(self, target, cfg: RopeCallsConfig):
         self.target, self.cfg = target, cfg
         self.device = cfg.calls[0][3] if cfg.calls else target.device
-        measured = target.__dict__.setdefault("_rope_module_layouts", {})  # measured once per target
-        key = (cfg.D, cfg.base, self.device)
+        measured = target.measured  # measured once per target
+        key = ("rope_module.layout", cfg.D, cfg.base, self.device)
         if key not in measured:
             measured[key] = measure_layout(target, cfg.D, cfg.base, self.device)
         layout, evidence = measured[key]
