@@ -128,6 +128,9 @@ FEATURES = {
     "backward": "a backward pass (the gradient properties)",
     "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
     "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
+    "kvcache_paged": "a paged cache (block_table) in attention_with_kvcache",
+    "softcap": "softcap (scores <- softcap * tanh(scores / softcap), Gemma 2)",
+    "sinks": "sinks (one logit per query head in the softmax's denominator, gpt-oss)",
     **{name: f"{name} inputs" for name in DTYPE_NAMES},
 }
 

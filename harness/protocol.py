@@ -24,6 +24,17 @@ Query head h reads KV head h // (Hq / Hkv). With rotary tables, new keys and the
 rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), else rotate-half
 (i, i + R/2)) before the keys are cached; the tables need k and v.
 
+Paged (``block_table`` (B, max_blocks) int32, after FlashAttention's ``block_table`` and vLLM): the
+caches are a pool of pages, ``k_cache (num_blocks, Hkv, block_size, E)``, ``v_cache (num_blocks,
+Hkv, block_size, Ev)`` (head-first, as the linear cache), and position p of item b lives in physical
+block ``block_table[b, p // block_size]`` at slot ``p % block_size``; everything else is as for a
+linear cache of max_blocks * block_size slots (no rolling: n_b must fit). Items may share blocks (a
+common prefix); a call writes only positions cache_seqlens[b] .. n_b - 1 of each item. ``softcap``
+(> 0: scores <- softcap * tanh(scores / softcap) on the scaled scores, before masking) and
+``sinks`` ((Hq,) float32: one logit per query head in the softmax's denominator only) are as in
+``reference/attention_options.py``. The three are optional (``OPTIONS``): a target may declare
+``kvcache_paged``, ``softcap`` or ``sinks`` unsupported, or simply not take the parameter.
+
 What each name must compute is stated in the README's "The plug-in protocol" section (the
 project test checks that every signature below appears there) and checked by the suites.
 
@@ -73,7 +84,8 @@ NAMES: dict[str, Name] = {n.name: n for n in [
          ("q", "k_cache", "v_cache", "k", "v", "cache_seqlens", "window", "causal", "scale",
           "rotary_cos", "rotary_sin", "rotary_interleaved"),
          "attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
-         "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False) -> out"),
+         "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, "
+         "block_table=None, softcap=None, sinks=None) -> out"),
     Name("sinusoidal_position_embedding", ("num_positions", "dim"),
          "sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]"),
     Name("LearnedPositionEmbedding", ("max_positions", "dim"),
@@ -130,6 +142,31 @@ NAMES: dict[str, Name] = {n.name: n for n in [
     Name("make_nsp_pairs", ("documents", "num_pairs", "generator"),
          "make_nsp_pairs(documents, num_pairs, *, generator=None) -> [(sentence_a, sentence_b, label)]"),
 ]}
+
+
+#: optional parameters (added after the name's first version): name -> {parameter: the feature of
+#: ``harness.declarations.FEATURES`` it carries}. A function whose signature lacks one (and takes no
+#: ``**kwargs``) does not support that feature, as if it declared it in ``HARNESS_UNSUPPORTED``:
+#: the properties that need it are reported unsupported, never failed (``lacking_features``).
+OPTIONS: dict[str, dict[str, str]] = {
+    "attention_with_kvcache": {"block_table": "kvcache_paged", "softcap": "softcap", "sinks": "sinks"},
+}
+
+
+def lacking_features(name: str, obj: object) -> dict[str, str]:
+    """feature -> why, for each optional parameter of ``name`` (``OPTIONS``) that ``obj``'s
+    signature lacks; {} when it takes them all, takes ``**kwargs`` or has no signature."""
+    options = OPTIONS.get(name)
+    if not options:
+        return {}
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return {}
+    return {feature: f"{name} takes no {param!r} parameter" for param, feature in options.items()
+            if param not in params}
 
 
 def signature_problem(name: str, obj: object) -> str | None:
