@@ -303,3 +303,8 @@ SINKS = (
     _kv((7, 1), E=64, hq=4, hkv=2, lengths=(3,), sinks=True, seed=117),
     _kv((2,), E=32, batch=2, lengths=(130, 5), block_size=16, sinks=True, causal=False, seed=118),
 )
+#: non-causal calls over the partly filled last pages of 256 and 16 (+-1e4 past the filled slots)
+PAGED_UNFILLED = (
+    _kv((2,), E=64, batch=3, lengths=(0, 255, 100), block_size=256, causal=False, seed=119),
+    _kv((3,), E=32, batch=2, lengths=(17, 5), block_size=16, spare=2, causal=False, dtype="float16", seed=120),
+)
