@@ -208,7 +208,7 @@ def rotary_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
 
 
 #: block sizes: the issue's 1, 16 and 256, and small ones (shrinkable, several pages per item)
-_BLOCK = st.one_of(st.sampled_from([1, 16, 256]), st.integers(2, 8))
+BLOCK_SIZES = st.one_of(st.sampled_from([1, 16, 256]), st.integers(2, 8))
 _CALLS = st.lists(st.integers(1, 6), min_size=1, max_size=3).map(tuple)
 #: softcaps around the scaled scores' size (|scores| ~ 1 .. 4 here), and Gemma 2's 50
 _SOFTCAP = st.sampled_from([0.5, 1.0, 2.0, 5.0, 50.0])
@@ -222,7 +222,7 @@ def paged_configs(draw, dtypes=_DTYPE, causal=st.just(True), shared: bool = Fals
     with 0 ... 2 spare pages; ``shared``: items 0 and 1 share 1 ... 3 whole pages of a common
     prefix (both cached past it); ``paged``: whether the cache is paged (else linear);
     ``softcap``/``sinks``: the kernel options drawn."""
-    bs = draw(st.one_of(st.sampled_from([1, 16]), st.integers(2, 8)) if shared else _BLOCK)
+    bs = draw(st.one_of(st.sampled_from([1, 16]), st.integers(2, 8)) if shared else BLOCK_SIZES)
     B = draw(st.integers(2, 3) if shared else st.integers(1, 3))
     lengths = draw(st.lists(st.integers(0, 40), min_size=B, max_size=B))
     pages = draw(st.integers(1, 3)) if shared else 0

@@ -87,10 +87,12 @@ def new_tokens(cfg: KVCacheConfig, t):
     return torch.stack([t[b, :, c:c + n] for b, c in enumerate(cfg.prior)])
 
 
-def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, extent="w"):
-    """(truth (out, k_cache, v_cache) in float64, naive out in the input dtype) for one call."""
+def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, extent="w", table=None):
+    """(truth (out, k_cache, v_cache) in float64, naive out in the input dtype) for one call
+    (``table``: kc and vc are a paged pool read through it)."""
     args = [x.cpu() for x in (q, kc, vc, k, v)]
-    kw = dict(cache_seqlens=torch.tensor(cfg.prior), window=cfg.window or None, causal=cfg.causal, extent=extent)
+    kw = dict(cache_seqlens=torch.tensor(cfg.prior), window=cfg.window or None, causal=cfg.causal, extent=extent,
+              block_table=None if table is None else table.cpu())
     truth = kvcache_math(*args, **kw)
     naive = kvcache_math(*args, **kw, compute_dtype=q.dtype)[0]
     return truth, naive
