@@ -13,6 +13,11 @@ protocol's layout to torch's and back (the pool ``(num_blocks, Hkv, block_size, 
 a score_mod, and ``sinks`` from flex_attention's log-sum-exp: out * sigmoid(lse - sink), the
 softmax's denominator with exp(sink) added.
 
+torch's ``PagedAttention`` sizes its page table (max_batch, n_pages) and converts every logical
+block index of the mask through it, so the logical mask must not be wider than the pool: the
+adapter builds it over the pages in use, not over max_blocks * block_size (a pool smaller than one
+item's logical capacity, paging's point, otherwise fails with an index error inside torch).
+
 A linear cache ``(B, Hkv, Smax, D)`` is the pool of B pages of Smax slots, item b on page b. Not
 taken (declared): rotary tables, and a rolling window (positions past the cache's slots).
 """
@@ -84,7 +89,11 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
             keep = keep & (kv_idx > q_pos - window)
         return keep
 
-    logical = create_block_mask(logical_mask, B, None, Lq, block_table.shape[-1] * block_size, device=dev,
+    # torch's page table has n_pages columns and convert_logical_block_mask gathers it with every
+    # logical block index of the mask (padding included): a logical mask wider than the pool fails
+    # ("index out of bounds"), so it spans only the pages in use (each item's are distinct pool pages)
+    used = -(-int(n.max()) // block_size)
+    logical = create_block_mask(logical_mask, B, None, Lq, used * block_size, device=dev,
                                 BLOCK_SIZE=(Q_BLOCK, block_size))
     physical = pa.convert_logical_block_mask(logical, kv_len=n)
     score_mod = None
