@@ -10,7 +10,7 @@ Hkv KV heads of E dims, block_size bs and itemsize s bytes, per layer:
   linear_formula_bytes  2 * B * Hkv * S * E * s                   (every item reserves S slots)
   cache_formula_bytes   2 * sum_b ceil(n_b / bs) * Hkv * bs * E * s  (the pool: the pages in use)
   tokens_bytes          2 * sum_b n_b * Hkv * E * s               (what is cached; the paged pool's
-                        waste over it, the last pages' unfilled slots, is < 2 * B * Hkv * (bs - 1) * E * s)
+                        waste over it, the last pages' unfilled slots, is <= 2 * B * Hkv * (bs - 1) * E * s)
   table_bytes           B * ceil(S / bs) * 4                      (the int32 block table)
 
 Measured in the target's worker (``Context.on_target``): the nbytes of the linear caches
