@@ -98,9 +98,9 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     physical = pa.convert_logical_block_mask(logical, kv_len=n)
     score_mod = None
     if softcap:
-        def score_mod(score, b, h, q_idx, kv_idx):
+        def capped(score, b, h, q_idx, kv_idx):
             return softcap * torch.tanh(score / softcap)
-        score_mod = pa.get_score_mod(score_mod, kv_len=n)
+        score_mod = pa.get_score_mod(capped, kv_len=n)
     out, aux = flex_attention(q, flat_k.expand(B, -1, -1, -1), flat_v.expand(B, -1, -1, -1), score_mod=score_mod,
                               block_mask=physical, scale=scale, enable_gqa=Hq != Hkv,
                               return_aux=AuxRequest(lse=True))
