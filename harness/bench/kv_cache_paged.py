@@ -19,8 +19,8 @@ Measured in the target's worker (``Context.on_target``): the nbytes of the linea
 ``fill_after`` = sum n_b / (B S); the peak memory of the decode step on the pool
 (``peak_mem_*``, harness.bench.memory) and on the linear caches (``linear_peak_mem_bytes``): a
 kernel that gathers the pages into a linear copy gives the savings back there; the step's time
-(``time_s``, the median over at least ``TIME_STEPS`` steps, the memory repeats included). ``decode_parity``: the paged step's outputs
-against the float64 reference over the linear cache (tolerance policy, naive yardstick: the same
+(``time_s``, the median over at least ``TIME_STEPS`` steps, the memory repeats included).
+``decode_parity``: the paged step's outputs against the float64 reference over the linear cache (tolerance policy, naive yardstick: the same
 math in the profile's dtype), and ``linear_parity`` the linear step's. The pages are handed out
 round-robin over the items (as an allocator serving a batch that decodes together does), so no
 item's pages are contiguous. A target without paging (declared, or no ``block_table`` parameter)
