@@ -105,6 +105,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                               block_mask=physical, scale=scale, enable_gqa=Hq != Hkv,
                               return_aux=AuxRequest(lse=True))
     if sinks is not None:  # the denominator with exp(sink) added: out * Z / (Z + exp(sink))
-        weight = torch.sigmoid(aux.lse.float() - sinks.float().to(dev)[None, :, None])
-        out = (out.float() * weight[..., None]).to(q.dtype)
+        dt = torch.promote_types(q.dtype, torch.float32)
+        weight = torch.sigmoid(aux.lse.to(dt) - sinks.to(dev, dt)[None, :, None])
+        out = (out.to(dt) * weight[..., None]).to(q.dtype)
     return out
