@@ -3,8 +3,8 @@
 Real pattern: a paged decode kernel that indexes the block table with the program's query-head
 or sequence-block id instead of its batch index (or a table row pointer not advanced by the
 table's stride), so item b reads item 0's pages: a page read through the wrong block-table row.
-Writes go through the right row; only the reads are wrong, and a batch of one is right. Caught
-by: kvcache.paged_agreement.
+Writes go through the right row; only the reads are wrong, and a batch of one is right.
+Caught by: kvcache.paged_agreement.
 """
 import pathlib
 import sys
