@@ -38,7 +38,8 @@ class TargetInfo:
     conventions: dict[str, str] = field(default_factory=dict)
     #: features it declares it does not support (``HARNESS_UNSUPPORTED``)
     unsupported: frozenset = frozenset()
-    #: features whose optional parameter its function does not take (``protocol.OPTIONS``): feature -> why
+    #: features whose optional parameter its function does not take (its protocol record's
+    #: ``options``): feature -> why
     lacking: dict[str, str] = field(default_factory=dict)
     #: the block sizes it declares (``HARNESS_TILES``)
     tiles: tuple[int, ...] | None = None

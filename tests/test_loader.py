@@ -193,7 +193,7 @@ def test_not_callable_and_not_a_class():
 
 
 def test_an_optional_parameter_the_function_lacks_is_a_feature_it_does_not_support():
-    """``protocol.OPTIONS``: attention_with_kvcache without block_table/softcap/sinks is not broken;
+    """The record's ``options``: attention_with_kvcache without block_table/softcap/sinks is not broken;
     it does not support paging, softcap and sinks (as if declared); **kwargs takes them all."""
     def old(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True, scale=None,
             rotary_cos=None, rotary_sin=None, rotary_interleaved=False, softcap=None):
