@@ -109,3 +109,16 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
         weight = torch.sigmoid(aux.lse.to(dt) - sinks.to(dev, dt)[None, :, None])
         out = (out.to(dt) * weight[..., None]).to(q.dtype)
     return out
+
+
+def _warm() -> None:
+    """One tiny call (softcap and sinks too) at import: eager flex_attention's first call imports
+    torch's compiler stack, 9.4 s at load 10 on a 2-core machine, which would otherwise count
+    against the first property call's per-call limit (20 s): past it the function is marked hung
+    and every later call of the session fails. Imports run under --import-timeout instead."""
+    x = torch.zeros(1, 1, 1, 4)
+    attention_with_kvcache(x, torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4), x, x, 0, softcap=1.0,
+                           sinks=torch.zeros(1))
+
+
+_warm()
