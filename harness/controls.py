@@ -64,6 +64,8 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.0.2", "x-transformers", "1.0.2")),
     _adapter("xtransformers_1_22_17_alibi", "1.22.17 fixed 1.22.16's ALiBi cache sliced from the start",
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
+    _adapter("torch_kvcache", "PyTorch's PagedAttention (its page table, cache update and physical block mask) on "
+             "eager flex_attention: linear and paged caches, softcap, sinks"),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
     Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=("triton", _TRITON)),
     Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=("triton", _TRITON)),

@@ -40,6 +40,17 @@ Query head h reads KV head h // (Hq / Hkv). With rotary tables, new keys and the
 rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), else rotate-half
 (i, i + R/2)) before the keys are cached; the tables need k and v.
 
+Paged (``block_table`` (B, max_blocks) int32, after FlashAttention's ``block_table`` and vLLM): the
+caches are a pool of pages, ``k_cache (num_blocks, Hkv, block_size, E)``, ``v_cache (num_blocks,
+Hkv, block_size, Ev)`` (head-first, as the linear cache), and position p of item b lives in physical
+block ``block_table[b, p // block_size]`` at slot ``p % block_size``; everything else is as for a
+linear cache of max_blocks * block_size slots (no rolling: n_b must fit). Items may share blocks (a
+common prefix); a call writes only positions cache_seqlens[b] .. n_b - 1 of each item. ``softcap``
+(> 0: scores <- softcap * tanh(scores / softcap) on the scaled scores, before masking) and
+``sinks`` ((Hq,) float32: one logit per query head in the softmax's denominator only) are as in
+``reference/attention_options.py``. The three are optional (the record's ``options``): a target may
+declare ``kvcache_paged``, ``softcap`` or ``sinks`` unsupported, or simply not take the parameter.
+
 What each name must compute is stated in docs/protocol.md (the project test checks that every
 record's signature appears in the README or docs/) and checked by the suites.
 
@@ -74,6 +85,9 @@ from dataclasses import dataclass, field
 TOLERANCE = "outputs within twice the tolerance policy's allowance"
 #: one feature two records share (a feature's description is the same in every record naming it)
 GQA = "GQA / MQA (fewer KV heads than query heads)"
+#: the kernel options of issue 24 (reference/attention_options.py), shared by the names that take them
+SOFTCAP = "softcap (scores <- softcap * tanh(scores / softcap), Gemma 2)"
+SINKS = "sinks (one logit per query head in the softmax's denominator, gpt-oss)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +115,12 @@ class Name:
     #: (it then has a ``Case`` in ``CASES``), or why they are not; a constant has neither
     compared: str = ""
     not_compared: str = ""
+    #: optional parameters (added after the name's first version): parameter -> the feature (of
+    #: ``features``) it carries. A function whose signature lacks one (and takes no ``**kwargs``)
+    #: does not support that feature, as if it declared it (``lacking_features``); it is not broken
+    options: dict[str, str] = field(default_factory=dict, hash=False)
     #: derived: the parameter names the harness passes by keyword/position; they must be accepted
+    #: (``options`` excepted)
     params: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
@@ -116,6 +135,14 @@ class Name:
                              f"(neither for a constant, which is never called)")
         if not set(self.writes) <= set(params):
             raise ValueError(f"{self.name}: writes {self.writes} names no parameter of {params}")
+        if not set(self.options) <= set(params) or not set(self.options.values()) <= set(self.features):
+            raise ValueError(f"{self.name}: options {self.options} name no parameter of {params} "
+                             f"or no feature of {sorted(self.features)}")
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The parameters a target's function must accept: ``params`` without ``options``."""
+        return tuple(p for p in self.params if p not in self.options)
 
 
 def params_of(signature: str, name: str | None = None) -> tuple[str, ...] | None:
@@ -171,11 +198,16 @@ RECORDS: tuple[Name, ...] = (
          new_memory=True, compared=TOLERANCE + " (default scale)"),
     Name("attention_with_kvcache", family="kvcache", reference="reference.kvcache",
          signature="attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
-                   "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False) -> out",
+                   "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, "
+                   "block_table=None, softcap=None, sinks=None) -> out",
          writes=("k_cache", "v_cache"), new_memory=True,
          features={"enable_gqa": GQA, "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
-                   "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)"},
-         compared=TOLERANCE + " (one call on ragged cache_seqlens; each target writes its own caches)"),
+                   "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
+                   "kvcache_paged": "a paged cache (block_table) in attention_with_kvcache",
+                   "softcap": SOFTCAP, "sinks": SINKS},
+         options={"block_table": "kvcache_paged", "softcap": "softcap", "sinks": "sinks"},
+         compared=TOLERANCE + " (one call on ragged cache_seqlens; each target writes its own caches; the same "
+                              "logical contents in a paged pool, held to the first target's linear call)"),
     # ---- positions ------------------------------------------------------------------------------
     Name("sinusoidal_position_embedding", family="positions", reference="reference.sinusoidal",
          signature="sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]",
@@ -308,8 +340,24 @@ def signature_problem(name: str, obj: object) -> str | None:
     params = sig.parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return None
-    missing = [p for p in entry.params if p not in params]
+    missing = [p for p in entry.required if p not in params]
     if missing:
         return (f"signature {sig} lacks parameter(s) {', '.join(missing)}; "
                 f"the protocol calls {entry.signature}")
     return None
+
+
+def lacking_features(name: str, obj: object) -> dict[str, str]:
+    """feature -> why, for each optional parameter of ``name`` (its record's ``options``) that
+    ``obj``'s signature lacks; {} when it takes them all, takes ``**kwargs`` or has no signature."""
+    entry = NAMES.get(name)
+    if entry is None or not entry.options:
+        return {}
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return {}
+    return {feature: f"{name} takes no {param!r} parameter" for param, feature in entry.options.items()
+            if param not in params}

@@ -87,6 +87,8 @@ def require_features(target: Target, *features: str) -> None:
     for f in features:
         if f in target.info.unsupported:
             raise Unsupported(f"declared: {FEATURES[f]} is in HARNESS_UNSUPPORTED")
+        if f in target.info.lacking:  # (an optional parameter its function does not take)
+            raise Unsupported(f"declared: {target.info.lacking[f]} ({FEATURES[f]})")
 
 
 def not_implemented(exc: BaseException) -> str | None:

@@ -35,6 +35,9 @@ class TargetInfo:
     conventions: dict[str, str] = field(default_factory=dict)
     #: features it declares it does not support (``HARNESS_UNSUPPORTED``)
     unsupported: frozenset = frozenset()
+    #: features whose optional parameter its function does not take (its protocol record's
+    #: ``options``): feature -> why
+    lacking: dict[str, str] = field(default_factory=dict)
     #: the block sizes it declares (``HARNESS_TILES``)
     tiles: tuple[int, ...] | None = None
     #: its Triton kernels run under Triton's interpreter (``harness.interpret``)
@@ -84,6 +87,7 @@ def describe_module(spec: str, module: ModuleType) -> TargetInfo:
             info.ignored[n] = source
         elif obj is not _ABSENT:
             names.append(n)
+            info.lacking.update(protocol.lacking_features(n, obj))
     info.available = tuple(names)
     try:
         info.dtypes = declarations.dtypes(module)

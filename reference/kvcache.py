@@ -26,12 +26,26 @@ Per batch item b, with c = cache_seqlens[b] and n = c + Lnew:
   before the keys are written; cached keys are stored rotated;
 - the new keys/values (rotated) are written at slots (c .. n - 1) mod Smax; cache_seqlens is not
   advanced (the caller adds Lnew). Rows that see no key return zeros.
+
+Paged (``block_table`` (B, max_blocks) ints, as FlashAttention's ``block_table`` and vLLM's pages):
+
+    k_cache (num_blocks, Hkv, block_size, E)    v_cache (num_blocks, Hkv, block_size, Ev)
+
+position p of item b lives in physical block ``block_table[b, p // block_size]`` at slot
+``p % block_size``: item b's logical cache is a linear one of max_blocks * block_size slots (no
+rolling: n must fit), read and written through its table row. Only the table entries of the pages
+holding positions 0 .. n - 1 are read; items may name the same blocks (a shared prefix), and the
+call writes only positions c .. n - 1 of each item.
+
+``softcap`` and ``sinks`` (``reference.attention_options``): the scaled scores are soft-capped
+before masking, and the softmax's denominator holds one more logit per query head (sinks (Hq,)).
 """
 from __future__ import annotations
 
 import torch
 
 from reference.attention import attention_math
+from reference.attention_options import apply_softcap, softmax_with_sinks
 from reference.rope import pair_indices
 
 
@@ -59,9 +73,53 @@ def seqlens_list(cache_seqlens, batch: int) -> list[int]:
     return lens
 
 
+def capacity(k_cache, block_table=None) -> int:
+    """Slots per batch item: Smax of a linear cache, max_blocks * block_size of a paged one."""
+    return k_cache.shape[-2] if block_table is None else block_table.shape[-1] * k_cache.shape[-2]
+
+
+def locate(k_cache, b: int, positions, block_table=None):
+    """Where item b's ``positions`` (N,) live: an index into the cache, ``cache[index]`` is
+    (Hkv, N, D) for a linear cache and (N, Hkv, D) for a paged one (``gather``/``scatter``)."""
+    if block_table is None:
+        return b, slice(None), positions % k_cache.shape[-2]
+    bs = k_cache.shape[-2]
+    return block_table[b].long()[positions // bs], slice(None), positions % bs
+
+
+def gather(cache, b: int, positions, block_table=None):
+    """Item b's entries at ``positions`` (N,), as (Hkv, N, D)."""
+    got = cache[locate(cache, b, positions, block_table)]
+    return got if block_table is None else got.transpose(0, 1)
+
+
+def scatter(cache, b: int, positions, values, block_table=None) -> None:
+    """Write ``values`` (Hkv, N, D) at item b's ``positions`` (N,), in place."""
+    cache[locate(cache, b, positions, block_table)] = values if block_table is None else values.transpose(0, 1)
+
+
+def attend(q, keys, vals, visible, scale=None, softcap=None, sinks=None, compute_dtype=torch.float64):
+    """q (Hq, Lq, E), keys (Hkv, N, E), vals (Hkv, N, Ev), visible (Lq, N) bool -> (Hq, Lq, Ev) in
+    ``compute_dtype``: SDPA's math, with ``softcap`` before the mask and ``sinks`` (Hq,) in the
+    denominator when given."""
+    gqa = q.shape[-3] != keys.shape[-3]
+    if not softcap and sinks is None:
+        return attention_math(q, keys, vals, attn_mask=visible, scale=scale, enable_gqa=gqa,
+                              compute_dtype=compute_dtype)
+    q, k, v = (t.to(compute_dtype) for t in (q, keys, vals))
+    if gqa:
+        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
+        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = apply_softcap((q @ k.transpose(-2, -1)) * scale, softcap)  # (Hq, Lq, N), capped before masking
+    scores = scores.masked_fill(~visible, float("-inf"))
+    sinks = None if sinks is None else sinks.to(compute_dtype).to(q.device)
+    return softmax_with_sinks(scores, sinks) @ v
+
+
 def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
                  scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, extent="w",
-                 compute_dtype=torch.float64):
+                 compute_dtype=torch.float64, block_table=None, softcap=None, sinks=None):
     """The math in ``compute_dtype``: (out (B, Hq, Lq, Ev) in compute_dtype, new k_cache, new v_cache)
     (the caches as copies in their own dtype; the arguments are not touched). In float64 it is the
     truth; in the input dtype the tolerance policy's naive yardstick."""
@@ -69,7 +127,7 @@ def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window
         raise ValueError("k and v are given together")
     if rotary_cos is not None and k is None:
         raise ValueError("rotary tables need the new k and v")
-    B, Smax = q.shape[0], k_cache.shape[-2]
+    B, Smax = q.shape[0], capacity(k_cache, block_table)
     Lq, Lnew = q.shape[-2], 0 if k is None else k.shape[-2]
     reach = None if window is None else window if extent == "w" else window + 1
     k_after, v_after = k_cache.clone(), v_cache.clone()
@@ -77,13 +135,13 @@ def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window
     outs = []
     for b, c in enumerate(seqlens_list(cache_seqlens, B)):
         n = c + Lnew
-        if n > Smax and (window is None or Smax < window):
+        if n > Smax and (window is None or Smax < window or block_table is not None):
             raise ValueError(f"batch item {b}: {n} positions do not fit {Smax} slots "
-                             f"(a rolling cache needs a window <= Smax)")
+                             f"(a rolling cache needs a window <= Smax, and a paged cache does not roll)")
         old = torch.arange(max(0, c - Smax), c, device=dev)
         new = torch.arange(c, n, device=dev)
-        keys = k_cache[b][:, old % Smax].to(compute_dtype)  # (Hkv, cached, E)
-        vals = v_cache[b][:, old % Smax].to(compute_dtype)
+        keys = gather(k_cache, b, old, block_table).to(compute_dtype)  # (Hkv, cached, E)
+        vals = gather(v_cache, b, old, block_table).to(compute_dtype)
         qb = q[b].to(compute_dtype)
         q_pos = torch.arange(n - Lq, n, device=dev)
         if k is not None:
@@ -94,24 +152,26 @@ def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window
             keys = torch.cat([keys, kb], dim=-2)
             vals = torch.cat([vals, v[b].to(compute_dtype)], dim=-2)
             kept = new[-Smax:]  # a rolling cache keeps the last Smax of them
-            k_after[b][:, kept % Smax] = kb[:, len(new) - len(kept):].to(k_cache.dtype)
-            v_after[b][:, kept % Smax] = v[b][:, len(new) - len(kept):].to(v_cache.dtype)
+            drop = len(new) - len(kept)
+            scatter(k_after, b, kept, kb[:, drop:].to(k_cache.dtype), block_table)
+            scatter(v_after, b, kept, v[b][:, drop:].to(v_cache.dtype), block_table)
         key_pos = torch.cat([old, new])  # (N,)
         visible = torch.ones(Lq, len(key_pos), dtype=torch.bool, device=dev)
         if causal:
             visible &= key_pos[None, :] <= q_pos[:, None]
         if reach is not None:
             visible &= key_pos[None, :] > q_pos[:, None] - reach
-        outs.append(attention_math(qb, keys, vals, attn_mask=visible, scale=scale,
-                                   enable_gqa=qb.shape[-3] != keys.shape[-3], compute_dtype=compute_dtype))
+        outs.append(attend(qb, keys, vals, visible, scale, softcap, sinks, compute_dtype))
     return torch.stack(outs), k_after, v_after
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
-                           scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False):
+                           scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False,
+                           block_table=None, softcap=None, sinks=None):
     """The protocol function: float64 math; the caches written in place; out in q's dtype."""
     out, k_after, v_after = kvcache_math(q, k_cache, v_cache, k, v, cache_seqlens, window, causal, scale,
-                                         rotary_cos, rotary_sin, rotary_interleaved)
+                                         rotary_cos, rotary_sin, rotary_interleaved,
+                                         block_table=block_table, softcap=softcap, sinks=sinks)
     with torch.no_grad():
         k_cache.copy_(k_after)
         v_cache.copy_(v_after)

@@ -38,7 +38,7 @@ from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_co
                                        t5_bias_configs, t5_bucket_configs)
 from harness.guard import ImplementationError
 from harness.loader import BrokenTarget, Missing
-from harness.runner import impl
+from harness.runner import Unsupported, impl, require_features
 from reference.alibi import alibi_distance, alibi_math, get_slopes
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
@@ -74,8 +74,12 @@ class Case:
     judge: Callable
     exempt: Callable | None = None
     #: (target, name, cfg, args, kwargs) -> output; default: the name called on copies of the tensors
-    #: (a target that writes into an argument, as attention_with_kvcache does, writes into its own)
+    #: (a target that writes into an argument, as attention_with_kvcache does, writes into its own);
+    #: None: the target does not support this call (it is compared on the others)
     invoke: Callable | None = None
+    #: label -> the label of the call whose output (the first target's) it is compared with instead
+    #: of its own (the paged call against the linear one: the same logical contents)
+    against: dict[str, str] | None = None
 
 
 def _cpu(out) -> torch.Tensor:
@@ -239,17 +243,34 @@ def _joined(out) -> torch.Tensor:
     return torch.stack([ids, types])
 
 
+_LINEAR, _PAGED = "ragged cache_seqlens", "paged (block_table), against the linear call"
+
+
 def _kv_calls(cfg, device):
+    """The linear call, and the same logical contents in a paged pool (``cfg.block_size``)."""
     q, k, v = cfg.qkv(device)
     qn, kn, vn = kv.new_tokens(cfg, q), kv.new_tokens(cfg, k), kv.new_tokens(cfg, v)
     kc, vc = kv.prefilled(cfg, k, v, device)
-    return [("ragged cache_seqlens", (qn, kc, vc, kn, vn),
-             {"cache_seqlens": kv.seqlens(cfg.prior, device), **kv.options(cfg)})]
+    table = cfg.block_table(device)
+    pk, pv = kv.pool(cfg, k, v, table, device)
+    lens = kv.seqlens(cfg.prior, device)
+    return [(_LINEAR, (qn, kc, vc, kn, vn), {"cache_seqlens": lens, **kv.options(cfg)}),
+            (_PAGED, (qn, pk, pv, kn, vn), {"cache_seqlens": lens, **kv.options(cfg, table=table)})]
 
 
 def _kv_judge(cfg, label, args, kwargs, out_dtype):
-    (truth, _, _), naive = kv.one_call_truth(cfg, *args)
+    (truth, _, _), naive = kv.one_call_truth(cfg, *args, table=kwargs.get("block_table"))
     return _cpu, _policy(truth, naive, args[0].dtype)
+
+
+def _kv_invoke(target, name, cfg, args, kwargs):
+    """A paged call only on the targets that take a block table (``kvcache_paged``)."""
+    if "block_table" in kwargs:
+        try:
+            require_features(target, "kvcache_paged")
+        except Unsupported:
+            return None
+    return call_function(target, name, cfg, args, kwargs)
 
 
 #: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
@@ -262,7 +283,9 @@ CASES: dict[str, Case] = {
     "t5_relative_position_bias": Case(t5_bias_configs().map(_defaults), _bias_calls, _exact, _bias_exempt),
     "sinusoidal_position_embedding": Case(sinusoidal_configs(), _sinusoidal_calls, _sinusoidal_judge),
     "alibi_slopes": Case(alibi_configs(), _slopes_calls, _slopes_judge),
-    "attention_with_kvcache": Case(kvc.ragged_configs(), _kv_calls, _kv_judge),
+    "attention_with_kvcache": Case(kvc.ragged_configs().flatmap(
+        lambda c: kvc.BLOCK_SIZES.map(lambda bs: replace(c, block_size=bs))), _kv_calls, _kv_judge,
+        invoke=_kv_invoke, against={_PAGED: _LINEAR}),
     "LayerNorm": _norm_case("LayerNorm", layer_norm_math),
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),
     "distillation_loss": Case(distill_configs(), _distill_calls, _distill_judge),
@@ -316,13 +339,19 @@ def least_precise(outs) -> torch.dtype:
 
 
 def compare(name: str, cfg, case: Case, calls, results) -> None:
-    """Each target's outputs against the first target's; AssertionError on a disagreement."""
+    """Each target's outputs against the first target's (a call ``case.against`` names: every
+    target's, the first's too, against the first target's output of the call named); AssertionError
+    on a disagreement."""
     (first, base), rest = results[0], results[1:]
+    labels = [label for label, _, _ in calls]
     for i, (label, args, kwargs) in enumerate(calls):
-        view, allowed = case.judge(cfg, label, args, kwargs, least_precise([base[i]] + [o[i] for _, o in rest]))
-        a = view(base[i])
+        j = labels.index((case.against or {}).get(label, label))
+        view, allowed = case.judge(cfg, label, args, kwargs, least_precise([base[j]] + [o[i] for _, o in results]))
+        a = view(base[j])
         exempt = case.exempt(cfg, label, args, kwargs) if case.exempt else None
-        for other, outs in rest:
+        for other, outs in (results if j != i else rest):
+            if outs[i] is None:  # (a call this target does not support)
+                continue
             b = view(outs[i])
             if a.shape != b.shape:
                 raise AssertionError(f"{first.spec} and {other.spec} give {name} ({label}) outputs of shapes "

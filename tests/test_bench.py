@@ -71,7 +71,8 @@ def test_tiny_run_writes_the_run_folder(tiny_run):
     assert {c for c, role in roles.items() if role == "target"} == {
         ("scaling", "target.sdpa"), ("scaling", "target.sliding_window"),
         ("receptive_field", "target.sliding_window"), ("receptive_field", "hf_mistral"),
-        ("kv_cache", "mha"), ("kv_cache", "gqa"), ("kv_cache", "mqa"), ("kv_cache", "rolling_window")}
+        ("kv_cache", "mha"), ("kv_cache", "gqa"), ("kv_cache", "mqa"), ("kv_cache", "rolling_window"),
+        ("kv_cache", "paged")}
     for r in by(rows, "scaling"):
         if r["status"] == "ok":  # the peak memory's repeats (the gate's memory allowance)
             m = r["metrics"]
@@ -107,7 +108,8 @@ def test_receptive_field_equals_formula(tiny_run):
 def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
     _, _, rows = tiny_run
     kv = by(rows, "kv_cache")
-    assert [r["case"] for r in kv] == ["mha", "gqa", "mqa", "rolling_window"]
+    assert [r["case"] for r in kv] == ["mha", "gqa", "mqa", "rolling_window", "paged"]
+    paged = kv.pop()
     for r in kv:
         assert r["status"] == "ok", r["reason"]
         m, p = r["metrics"], r["params"]
@@ -126,6 +128,14 @@ def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
     roll = kv[-1]["metrics"]
     assert roll["capped"] and roll["cached_seq"] == kv[-1]["params"]["window"] - 1
     assert roll["cache_bytes"] < roll["full_cache_formula_bytes"]
+    # paged vs linear at the profile's fill: both equal their formulas, the pool holds the pages in use
+    assert paged["status"] == "ok", paged["reason"]
+    m, p = paged["metrics"], paged["params"]
+    assert m["match"] and m["linear_match"] and m["table_match"] and m["decode_parity"] and m["linear_parity"], m
+    assert m["linear_cache_bytes"] == 2 * p["batch"] * p["kv_heads"] * p["max_seq"] * p["head_dim"] * 4
+    assert m["cache_bytes"] == 2 * sum(-(-n // p["block_size"]) for n in m["lengths_after"]) * p["kv_heads"] * \
+        p["block_size"] * p["head_dim"] * 4 < m["linear_cache_bytes"]
+    assert 0 <= m["cache_bytes"] - m["tokens_bytes"] <= m["waste_bound_bytes"]
 
 
 def test_timer_selfcheck_row(tiny_run):

@@ -12,6 +12,9 @@
 - tests/planted/consistency/sibling_defaults.py (one sibling difference per name) disagrees with
   reference on each of LayerNorm, RMSNorm, distillation_loss, build_inputs, alibi_slopes and
   attention_with_kvcache; the names with random draws or initialisation say why they are not compared;
+- tests/planted/consistency/paged_sibling.py (reference on a linear cache, every paged item through
+  the table's first row) disagrees with reference's linear call on the paged call, while the torch
+  base of the planted KV-cache bugs, which pages, agrees with reference on both calls;
 - controls: reference and torch.nn.functional agree (``--require-consistent`` passes), and so do
   reference's and torch.nn's norms; one target alone has no section and skips the differential checks.
 Every run is in-process under the derandomized ci profile.
@@ -120,6 +123,25 @@ def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
     assert backends.ret == 0 and "differential checks: agree 1" in backends.stdout.str(), backends.stdout.str()[-3000:]
     why = run_suite(pytester, ["test_consistency.py"], ["reference", "reference"], "RotaryEmbedding", "-rs")
     assert "not compared: the stateful form" in why.stdout.str(), why.stdout.str()[-2000:]
+
+
+def test_paged_call_is_held_to_the_linear_one(pytester, tmp_path):
+    """attention_with_kvcache's differential check calls every target on a linear cache and on a
+    paged pool holding the same logical contents, and compares each paged output with the first
+    target's linear one."""
+    report = tmp_path / "report"
+    sibling = str(PAIR / "paged_sibling.py")
+    result = run_suite(pytester, ["test_consistency.py"], ["reference", sibling], "attention_with_kvcache",
+                       "--conformance-report", str(report))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    rows = {r["item"]: r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]
+            if r["part"] == "differential"}
+    assert rows["attention_with_kvcache"]["result"] == "disagree", rows.get("attention_with_kvcache")
+    assert "paged (block_table), against the linear call" in rows["attention_with_kvcache"]["detail"], rows
+    base = str(ROOT / "tests" / "planted" / "kvcache" / "_base.py")
+    control = run_suite(pytester, ["test_consistency.py"], ["reference", base], "attention_with_kvcache",
+                        "--require-consistent")
+    assert control.ret == 0 and "differential checks: agree 1" in control.stdout.str(), control.stdout.str()[-3000:]
 
 
 def test_one_target_has_no_section(pytester):

@@ -192,6 +192,31 @@ def test_not_callable_and_not_a_class():
     assert signature_problem("LayerNorm", torch.nn.LayerNorm) is None
 
 
+def test_an_optional_parameter_the_function_lacks_is_a_feature_it_does_not_support():
+    """The record's ``options``: attention_with_kvcache without block_table/softcap/sinks is not broken;
+    it does not support paging, softcap and sinks (as if declared); **kwargs takes them all."""
+    def old(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True, scale=None,
+            rotary_cos=None, rotary_sin=None, rotary_interleaved=False, softcap=None):
+        return q
+
+    kv = "attention_with_kvcache"
+    assert signature_problem(kv, old) is None
+    lacking = protocol.lacking_features(kv, old)
+    assert set(lacking) == {"kvcache_paged", "sinks"}, lacking
+    assert lacking["kvcache_paged"] == "attention_with_kvcache takes no 'block_table' parameter"
+    assert protocol.lacking_features(kv, lambda q, k_cache, v_cache, **kw: q) == {}
+    assert protocol.lacking_features(SDPA, _sdpa) == {}
+
+
+def test_a_target_without_the_parameter_has_the_feature_lacking(write):
+    target = load_target(write("old_kv.py", "def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, "
+                                            "cache_seqlens=None, window=None, causal=True, scale=None, "
+                                            "rotary_cos=None, rotary_sin=None, rotary_interleaved=False):\n"
+                                            "    return q\n"))
+    assert set(target.info.lacking) == {"kvcache_paged", "softcap", "sinks"}
+    target.close()
+
+
 def test_unknown_name_has_no_problem():
     assert signature_problem("not_in_the_protocol", object()) is None
 

@@ -1,10 +1,13 @@
-"""The KV-cache suite catches real bugs: each planted-bug target in ``tests/planted/kvcache/``
-fails exactly the property meant to catch it, with the property's name and a repro line.
+"""The KV-cache suites catch real bugs: each planted-bug target in ``tests/planted/kvcache/``
+fails exactly the property meant to catch it, with the property's name and a repro line
+(``test_kvcache.py``: linear and rolling caches; ``test_paged_kvcache.py``: paged caches, softcap, sinks).
 
 Each case runs ONE suite test in-process (``-k``) under the derandomized ``ci`` profile. Controls:
 ``reference`` and the planted base (a correct kernel on torch SDPA) pass everything, the declared
 w+1 rolling window passes with its convention named, and a kernel that declares no RoPE is
 reported unsupported there, not failed. The caches a target writes in its worker come back.
+A kernel that declares no paging, softcap or sinks, and one whose function lacks the parameters,
+get those properties reported unsupported.
 """
 from __future__ import annotations
 
@@ -37,24 +40,63 @@ DECLARED = [
 ]
 UNSUPPORTED = "no_rotary_declared.py"
 
+PAGED_SUITE = "test_paged_kvcache.py"
+PAGED_BUGS = [
+    ("page_table_first_row.py", "test_paged_agreement", ["a linear cache with the same logical contents"]),
+    ("whole_last_page.py", "test_paged_unfilled_slots", ["partly filled", "changed the output (causal=False)"]),
+    ("logical_slot_write.py", "test_paged_writes", ["must land in their physical slot"]),
+    ("contiguous_pages.py", "test_paged_layout_invisible", ["pages in order and permuted", "the outputs differ"]),
+    ("prefix_overwritten.py", "test_paged_shared_prefix", ["the shared prefix's position", "was written"]),
+    ("softcap_after_mask.py", "test_softcap", ["softcap", "the outputs"]),
+    ("sink_without_max.py", "test_sinks", ["sinks", "the outputs"]),
+]
+#: kernels without the paged cache, softcap and sinks: declared, or a signature without them
+PAGED_UNSUPPORTED = {"no_paging_declared.py": "declared: a paged cache (block_table)",
+                     "old_signature.py": "declared: attention_with_kvcache takes no 'block_table' parameter"}
+
 
 def test_table_is_consistent():
     """Every planted file is listed, each bug's docstring names its real pattern, and every
     kvcache property has a planted bug that it catches."""
     files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
-    listed = {b for b, _, _ in BUGS} | {d[0] for d in DECLARED} | {UNSUPPORTED}
+    listed = {b for b, _, _ in BUGS + PAGED_BUGS} | {d[0] for d in DECLARED} | {UNSUPPORTED} | set(PAGED_UNSUPPORTED)
     assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
-    for bug, test, _ in BUGS:
-        assert test in suite_tests(SUITE), test
+    for suite, bug, test in [(SUITE, *b[:2]) for b in BUGS] + [(PAGED_SUITE, *b[:2]) for b in PAGED_BUGS]:
+        assert test in suite_tests(suite), test
         doc = (PLANTED / bug).read_text()
         assert doc.startswith('"""Planted bug'), f"{bug}: module docstring must describe the bug"
         assert "Real pattern" in doc and "Caught by" in doc, f"{bug}: docstring lacks the real pattern"
     assert set(suite_tests(SUITE)) <= {t for _, t, _ in BUGS}, "a kvcache property without a planted bug"
+    assert set(suite_tests(PAGED_SUITE)) <= {t for _, t, _ in PAGED_BUGS}, "a paged property without a planted bug"
 
 
 @pytest.mark.parametrize("bug,test,messages", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
 def test_planted_bug_is_caught(pytester, bug, test, messages):
     assert_caught(pytester, SUITE, PLANTED / bug, test, messages)
+
+
+@pytest.mark.parametrize("bug,test,messages", PAGED_BUGS, ids=[b.removesuffix(".py") for b, _, _ in PAGED_BUGS])
+def test_planted_paged_bug_is_caught(pytester, bug, test, messages):
+    assert_caught(pytester, PAGED_SUITE, PLANTED / bug, test, messages)
+
+
+@pytest.mark.parametrize("planted", sorted(PAGED_UNSUPPORTED))
+def test_paging_softcap_sinks_unsupported_are_not_failures(pytester, tmp_path, planted):
+    """Declared, or absent from the signature: every paged/softcap/sinks property is reported
+    unsupported with the reason, and the linear decode still passes."""
+    report = tmp_path / "report"
+    target = PLANTED / planted
+    # (-k: "test_paged_", not "paged", which a checkout's path may hold)
+    result = run_suite(pytester, [PAGED_SUITE, SUITE], [target],
+                       "test_paged_ or test_softcap or test_sinks or test_decode", "--conformance-report", str(report))
+    paged = suite_tests(PAGED_SUITE)
+    result.assert_outcomes(passed=1, skipped=len(paged))
+    cells = conformance(report)
+    for test in paged:
+        cell = cells[(property_of(PAGED_SUITE, test), str(target))]
+        assert cell.startswith("unsupported (declared:"), (test, cell)
+    assert PAGED_UNSUPPORTED[planted] in cells[(property_of(PAGED_SUITE, "test_paged_writes"), str(target))]
+    assert cells[("kvcache.decode", str(target))] == "pass"
 
 
 @pytest.mark.parametrize("planted,tests,labels", DECLARED, ids=[d[0].removesuffix(".py") for d in DECLARED])
@@ -72,16 +114,17 @@ def test_declared_unsupported_rotary_is_not_a_failure(pytester, tmp_path):
     assert cells[("kvcache.decode", str(target))] == "pass"
 
 
-def test_correct_targets_pass_everything(pytester, tmp_path):
+@pytest.mark.parametrize("suite", [SUITE, PAGED_SUITE])
+def test_correct_targets_pass_everything(pytester, tmp_path, suite):
     """reference and the torch-SDPA base pass every kvcache property (the rolling window named w)."""
     report = tmp_path / "report"
     impls = ["reference", PLANTED / "_base.py"]
-    result = run_suite(pytester, [SUITE], impls, None, "--conformance-report", str(report))
-    result.assert_outcomes(passed=2 * len(suite_tests(SUITE)))
+    result = run_suite(pytester, [suite], impls, None, "--conformance-report", str(report))
+    result.assert_outcomes(passed=2 * len(suite_tests(suite)))
     cells = conformance(report)
     for target in ("reference", str(PLANTED / "_base.py")):
-        for test in suite_tests(SUITE):
-            cell = cells[(property_of(SUITE, test), target)]
+        for test in suite_tests(suite):
+            cell = cells[(property_of(suite, test), target)]
             assert cell == "pass" or cell == "convention:w", (test, target, cell)
 
 

@@ -31,6 +31,9 @@ Measured:
                        profile's dtype), decode_naive_error its naive error, and decode_parity
                        (pass/fail) whether the error is within it
 
+paged: the bytes of a paged pool and of a linear cache at a given fill, with their formulas, and
+one decode step of the target's attention_with_kvcache on each (``harness.bench.kv_cache_paged``).
+
 rolling_window: a Mistral config with sliding_window = w; transformers 5.x gives
 ``DynamicCache(config=...)`` one DynamicSlidingWindowLayer per layer, which keeps
 the last w - 1 tokens (the w-th key is the token being decoded), so the formula uses
@@ -48,7 +51,7 @@ import time
 
 import torch
 
-from harness.bench import Check, Context
+from harness.bench import Check, Context, kv_cache_paged
 from harness.bench.memory import peak_memory_repeated
 from harness.bench.points import Point, Skip, check_finite
 from harness.bench.timer import synchronize
@@ -59,7 +62,7 @@ TIME_RUNS = 5
 
 SUITE = "kv_cache"
 #: every case decodes on the target's SDPA: all are the target's (role "target")
-TARGET_CASES = ("mha", "gqa", "mqa", "rolling_window")
+TARGET_CASES = ("mha", "gqa", "mqa", "rolling_window", kv_cache_paged.CASE)
 
 
 def kv_variants(heads: int) -> list[tuple[str, int]]:
@@ -242,7 +245,7 @@ def points(ctx: Context) -> list[Point]:
             p["window"] = prof.window
         out.append(Point(SUITE, case, p, functools.partial(measure, ctx, case, p),
                          role="target" if case in TARGET_CASES else "comparison"))
-    return out
+    return out + kv_cache_paged.points(ctx)
 
 
 def summary(ctx: Context, rows: list[dict]) -> list[Check]:
@@ -261,13 +264,14 @@ def summary(ctx: Context, rows: list[dict]) -> list[Check]:
         checks.append(Check("kv cache ratios == head ratios", all(r["metrics"]["ratio_match"] for r in ratio),
                             ", ".join(f"kv={r['params']['kv_heads']}: {r['metrics']['cache_ratio_vs_mha']:.4g}"
                                       f" vs {r['metrics']['head_ratio']:.4g}" for r in ratio)))
-    parity = [r for r in ok if "decode_parity" in r["metrics"]]
+    parity = [r for r in ok if "decode_parity" in r["metrics"] and r["case"] != kv_cache_paged.CASE]
     if parity:
         checks.append(Check("decoded logits == full forward (tolerance policy)",
                             all(r["metrics"]["decode_parity"] for r in parity),
                             ", ".join(f"{r['case']} kv={r['params']['kv_heads']}: max error "
                                       f"{r['metrics']['decode_max_abs_error']:.3g} (allowed "
                                       f"{r['metrics']['decode_allowed_error']:.3g})" for r in parity)))
+    checks += kv_cache_paged.summary(ctx, rows)
     roll = [r for r in ok if r["case"] == "rolling_window"]
     for r in roll:
         m = r["metrics"]

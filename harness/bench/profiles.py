@@ -72,6 +72,12 @@ class KVCache:
     dtype: str = "float32"
     intermediate: int = 512
     vocab: int = 512
+    # the paged case (harness.bench.kv_cache_paged): a batch of items at most paged_max_seq long,
+    # filled to ``fill`` on average, in pages of block_size
+    paged_batch: int = 8
+    paged_max_seq: int = 512
+    block_size: int = 16
+    fill: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,7 @@ PROFILES: dict[str, Profile] = {
                 window=1024, dtype="bfloat16", max_call_s=2.0, lstm_max_n=16384, max_run_s=3.0),
         ReceptiveField(),
         KVCache(heads=16, head_dim=64, layers=4, batch=8, prompt=128, new_tokens=256, window=128,
-                dtype="bfloat16", intermediate=2048, vocab=4096),
+                dtype="bfloat16", intermediate=2048, vocab=4096, paged_batch=32, paged_max_seq=4096),
         TimerCheck(size=512, dtype="bfloat16", tolerance=0.03),
         time_budget_s=225.0,
     ),
@@ -143,7 +149,7 @@ PROFILES: dict[str, Profile] = {
                 max_call_s=30.0),
         ReceptiveField(depths=(1, 2, 3), window=4, n=16, dim=16, heads=2, kv_heads=1),
         KVCache(heads=4, head_dim=8, layers=1, batch=1, prompt=4, new_tokens=6, window=5,
-                intermediate=64, vocab=64),
+                intermediate=64, vocab=64, paged_batch=2, paged_max_seq=32, block_size=4),
         TimerCheck(size=64, rounds=1, min_run_s=0.02),
         threads=1,
         peak_size=256,

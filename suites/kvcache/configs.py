@@ -9,9 +9,16 @@ starts with ``lengths[b]`` positions already cached (written by the harness; all
 steps: (5, 1, 1, 1)); the cache has ``max(lengths) + sum(chunks) + slack`` slots, or
 ``window + slack`` for a rolling cache (``window`` > 0). ``rotary_dim`` > 0: RoPE tables over the
 first rotary_dim dims (``interleaved`` pairs or rotate-half).
+
+``block_size`` > 0: a paged cache (``suites/kvcache/test_paged_kvcache.py``): each item owns
+``max_blocks`` pages of a pool of ``num_blocks`` (``spare`` more that no item names), laid out by a
+permutation drawn from the seed; items 0 and 1 share their first ``shared`` pages (a common prefix:
+the harness makes their first shared * block_size positions equal). ``softcap`` > 0 and ``sinks``
+(one logit per query head, drawn from the seed) are the kernel options of issue 24.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +47,11 @@ class KVCacheConfig(Config):
     rotary_dim: int = 0
     interleaved: bool = False
     causal: bool = True
+    block_size: int = 0
+    spare: int = 0
+    shared: int = 0
+    softcap: float = 0.0
+    sinks: bool = False
 
     @property
     def prior(self) -> tuple[int, ...]:
@@ -52,16 +64,54 @@ class KVCacheConfig(Config):
 
     @property
     def slots(self) -> int:
-        """Smax: a linear cache holds every position; a rolling one ``window + slack``."""
+        """Smax: a linear cache holds every position; a rolling one ``window + slack``; a paged one
+        max_blocks * block_size per item."""
+        if self.block_size:
+            return self.max_blocks * self.block_size
         return self.window + self.slack if self.window else self.total + self.slack
 
+    @property
+    def max_blocks(self) -> int:
+        """Pages per item (the block table's columns): total + slack positions."""
+        return math.ceil((self.total + self.slack) / self.block_size)
+
+    @property
+    def num_blocks(self) -> int:
+        """Pages in the pool: every item's, the shared ones once, and the spare ones."""
+        return self.batch * self.max_blocks - (self.shared if self.batch > 1 else 0) + self.spare
+
+    def block_table(self, device="cpu", contiguous: bool = False) -> torch.Tensor:
+        """(batch, max_blocks) int32: the pool's pages handed out in a random order drawn from the
+        seed (``contiguous``: in order, item b's pages one run after item a's), item 1's first
+        ``shared`` entries those of item 0."""
+        n = self.num_blocks
+        order = torch.arange(n) if contiguous else torch.randperm(n, generator=self.generator(salt=5))
+        table, used = torch.empty(self.batch, self.max_blocks, dtype=torch.int32), 0
+        for b in range(self.batch):
+            for j in range(self.max_blocks):
+                if b == 1 and j < self.shared:
+                    table[b, j] = table[0, j]
+                else:
+                    table[b, j], used = order[used], used + 1
+        return table.to(device)
+
+    def sink_logits(self, device="cpu") -> torch.Tensor | None:
+        """(hq,) float32 sinks (N(0, 2^2), as learned ones spread), or None without ``sinks``."""
+        if not self.sinks:
+            return None
+        return (2 * torch.randn(self.hq, generator=self.generator(salt=7))).to(device)
+
     def qkv(self, device="cpu"):
-        """Random q, k, v over all T positions, in the configured dtype (drawn in float32)."""
+        """Random q, k, v over all T positions, in the configured dtype (drawn in float32); with
+        ``shared`` pages, item 1's first shared * block_size keys and values are item 0's."""
         g = self.generator()
         T = self.total
         q = torch.randn(self.batch, self.hq, T, self.E, generator=g)
         k = torch.randn(self.batch, self.hkv, T, self.E, generator=g)
         v = torch.randn(self.batch, self.hkv, T, self.Ev, generator=g)
+        if self.shared and self.batch > 1:
+            p = self.shared * self.block_size
+            k[1, :, :p], v[1, :, :p] = k[0, :, :p], v[0, :, :p]
         return tuple(t.to(self.torch_dtype).to(device) for t in (q, k, v))
 
     def garbage_cache(self, device="cpu"):
@@ -157,6 +207,35 @@ def rotary_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
                          rotary_dim=R, interleaved=draw(st.booleans()))
 
 
+#: block sizes: the issue's 1, 16 and 256, and small ones (shrinkable, several pages per item)
+BLOCK_SIZES = st.one_of(st.sampled_from([1, 16, 256]), st.integers(2, 8))
+_CALLS = st.lists(st.integers(1, 6), min_size=1, max_size=3).map(tuple)
+#: softcaps around the scaled scores' size (|scores| ~ 1 .. 4 here), and Gemma 2's 50
+_SOFTCAP = st.sampled_from([0.5, 1.0, 2.0, 5.0, 50.0])
+
+
+@st.composite
+def paged_configs(draw, dtypes=_DTYPE, causal=st.just(True), shared: bool = False, paged=st.just(True),
+                  softcap: bool = False, sinks: bool = False) -> KVCacheConfig:
+    """1 ... 3 items with cached lengths 0 ... 40 (ragged), then 1 ... 3 calls of 1 ... 6 tokens
+    each, over a paged pool (block sizes 1, 16, 256 and 2 ... 8: the last page partly filled)
+    with 0 ... 2 spare pages; ``shared``: items 0 and 1 share 1 ... 3 whole pages of a common
+    prefix (both cached past it); ``paged``: whether the cache is paged (else linear);
+    ``softcap``/``sinks``: the kernel options drawn."""
+    bs = draw(st.one_of(st.sampled_from([1, 16]), st.integers(2, 8)) if shared else BLOCK_SIZES)
+    B = draw(st.integers(2, 3) if shared else st.integers(1, 3))
+    lengths = draw(st.lists(st.integers(0, 40), min_size=B, max_size=B))
+    pages = draw(st.integers(1, 3)) if shared else 0
+    if shared:
+        lengths[:2] = [pages * bs + draw(st.integers(0, 8)) for _ in range(2)]
+    hq, hkv = draw(_heads())
+    E = draw(_HEAD)
+    return KVCacheConfig(batch=B, hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)), dtype=draw(dtypes),
+                         seed=draw(_SEED), chunks=draw(_CALLS), lengths=tuple(lengths), slack=draw(st.integers(0, 3)),
+                         causal=draw(causal), block_size=bs if draw(paged) else 0, spare=draw(st.integers(0, 2)),
+                         shared=pages, softcap=draw(_SOFTCAP) if softcap else 0.0, sinks=sinks)
+
+
 # -- the tile-boundary regime (suites.regimes): run first as explicit examples ------------------
 def _kv(chunks, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> KVCacheConfig:
     return KVCacheConfig(batch=kw.pop("batch", 1), hq=hq, hkv=hkv, E=E, Ev=E if Ev is None else Ev, dtype=dtype,
@@ -202,4 +281,30 @@ ROTARY = (
     _kv((127, 1, 1), E=128, rotary_dim=128, dtype="bfloat16", seed=107),
     _kv((255, 2, 1), E=160, rotary_dim=64, hq=4, hkv=2, interleaved=True, seed=108),
     _kv((511, 1, 1), E=256, rotary_dim=256, seed=109),
+)
+#: pages of 256 around a page and a tile boundary, of 16 across tiles (GQA, bfloat16), of 1 token
+PAGED = (
+    _kv((1,), E=64, batch=3, lengths=(0, 255, 257), block_size=256, seed=110),
+    _kv((63, 1, 1), E=128, hq=4, hkv=2, batch=2, lengths=(1, 64), block_size=16, dtype="bfloat16", seed=111),
+    _kv((5, 1), E=32, batch=2, lengths=(40, 3), block_size=1, spare=3, seed=112),
+)
+#: a shared prefix of 64 and of 256 positions (whole pages), the items cached past it
+SHARED = (
+    _kv((1, 1), E=64, batch=2, lengths=(64, 70), block_size=16, shared=4, seed=113),
+    _kv((2,), E=32, batch=3, lengths=(256, 300, 5), block_size=256, shared=1, dtype="bfloat16", seed=114),
+)
+#: a softcap of 1 over a call of 7 queries (masked keys inside the call), Gemma 2's 50 on pages
+SOFTCAP = (
+    _kv((7, 1), E=64, lengths=(3,), softcap=1.0, seed=115),
+    _kv((3,), E=32, batch=2, lengths=(20, 130), block_size=16, softcap=50.0, dtype="bfloat16", seed=116),
+)
+#: sinks with GQA (one per query head) over a linear cache, and over pages across a tile
+SINKS = (
+    _kv((7, 1), E=64, hq=4, hkv=2, lengths=(3,), sinks=True, seed=117),
+    _kv((2,), E=32, batch=2, lengths=(130, 5), block_size=16, sinks=True, causal=False, seed=118),
+)
+#: non-causal calls over the partly filled last pages of 256 and 16 (+-1e4 past the filled slots)
+PAGED_UNFILLED = (
+    _kv((2,), E=64, batch=3, lengths=(0, 255, 100), block_size=256, causal=False, seed=119),
+    _kv((3,), E=32, batch=2, lengths=(17, 5), block_size=16, spare=2, causal=False, dtype="float16", seed=120),
 )

@@ -8,7 +8,7 @@ from harness import tolerance
 from suites.kvcache.configs import KVCacheConfig
 from harness.guard import expect_tensor
 from harness.runner import impl, require_features
-from reference.kvcache import kvcache_math, rotate
+from reference.kvcache import gather, kvcache_math, rotate, scatter
 from suites.attention.helpers import EXTREME, extreme_like
 
 KV = "attention_with_kvcache"
@@ -17,17 +17,25 @@ KV = "attention_with_kvcache"
 def features_of(cfg: KVCacheConfig) -> list[str]:
     """The ``HARNESS_UNSUPPORTED`` features the calls of ``cfg`` use."""
     used = [f for f, on in (("enable_gqa", cfg.hq != cfg.hkv), ("kvcache_window", cfg.window > 0),
-                            ("kvcache_rotary", cfg.rotary_dim > 0)) if on]
+                            ("kvcache_rotary", cfg.rotary_dim > 0), ("kvcache_paged", cfg.block_size > 0),
+                            ("softcap", cfg.softcap > 0), ("sinks", cfg.sinks)) if on]
     return used + [cfg.dtype]
 
 
-def options(cfg: KVCacheConfig, rotary=None) -> dict:
-    """The keyword arguments beyond the tensors: only the options the configuration uses."""
+def options(cfg: KVCacheConfig, rotary=None, table=None, sinks=None) -> dict:
+    """The keyword arguments beyond the tensors: only the options the configuration uses
+    (``table``: the block table of a paged cache; ``sinks``: ``cfg.sink_logits()``)."""
     kw = {"causal": cfg.causal}
     if cfg.window:
         kw["window"] = cfg.window
     if rotary is not None:
         kw.update(rotary_cos=rotary[0], rotary_sin=rotary[1], rotary_interleaved=cfg.interleaved)
+    if table is not None:
+        kw["block_table"] = table
+    if cfg.softcap:
+        kw["softcap"] = cfg.softcap
+    if sinks is not None:
+        kw["sinks"] = sinks
     return kw
 
 
@@ -79,10 +87,12 @@ def new_tokens(cfg: KVCacheConfig, t):
     return torch.stack([t[b, :, c:c + n] for b, c in enumerate(cfg.prior)])
 
 
-def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, extent="w"):
-    """(truth (out, k_cache, v_cache) in float64, naive out in the input dtype) for one call."""
+def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, extent="w", table=None):
+    """(truth (out, k_cache, v_cache) in float64, naive out in the input dtype) for one call
+    (``table``: kc and vc are a paged pool read through it)."""
     args = [x.cpu() for x in (q, kc, vc, k, v)]
-    kw = dict(cache_seqlens=torch.tensor(cfg.prior), window=cfg.window or None, causal=cfg.causal, extent=extent)
+    kw = dict(cache_seqlens=torch.tensor(cfg.prior), window=cfg.window or None, causal=cfg.causal, extent=extent,
+              block_table=None if table is None else table.cpu())
     truth = kvcache_math(*args, **kw)
     naive = kvcache_math(*args, **kw, compute_dtype=q.dtype)[0]
     return truth, naive
@@ -112,3 +122,79 @@ def assert_cache_holds(kc, vc, k, v, slots, positions, what: str, item: int = 0)
 
 def compare(out, truth, naive, dtype, what: str) -> tolerance.Comparison:
     return tolerance.assert_close(out, truth, naive, dtype=dtype, what=what)
+
+
+# -- paged caches (suites/kvcache/test_paged_kvcache.py) --------------------------------------
+def _shrink(cfg: KVCacheConfig, q, dtype) -> float:
+    """The factor that keeps +-1e4 keys' raw scores below a quarter of the dtype's max."""
+    peak = float(q.double().abs().sum(-1).max()) * EXTREME / cfg.E ** 0.5
+    return min(1.0, torch.finfo(dtype).max / 4 / peak) if peak > 0 else 1.0
+
+
+def pool(cfg: KVCacheConfig, k, v, table, device, poison_q=None):
+    """(k_pool, v_pool), (num_blocks, Hkv, block_size, E|Ev): random values (a reused pool), with
+    item b's first ``cfg.prior[b]`` keys/values written through its table row by the harness;
+    ``poison_q`` (the queries): every slot that holds no cached position of any item (the last
+    pages' unfilled slots, the pages not reached yet, the spare pages) holds +-1e4 instead."""
+    g, shape = cfg.generator(salt=3), (cfg.num_blocks, cfg.hkv, cfg.block_size)
+    kc = torch.randn(*shape, cfg.E, generator=g).to(cfg.torch_dtype).to(device)
+    vc = torch.randn(*shape, cfg.Ev, generator=g).to(cfg.torch_dtype).to(device)
+    if poison_q is not None:
+        filled = torch.zeros(cfg.num_blocks, cfg.block_size, dtype=torch.bool)
+        for b, c in enumerate(cfg.prior):
+            pos = torch.arange(c)
+            filled[table[b].cpu().long()[pos // cfg.block_size], pos % cfg.block_size] = True
+        g, empty = cfg.generator(salt=9), (~filled)[:, None, :, None].to(device)
+        kc = torch.where(empty, (extreme_like(kc, g).double() * _shrink(cfg, poison_q, kc.dtype)).to(kc.dtype), kc)
+        vc = torch.where(empty, extreme_like(vc, g), vc)
+    for b, c in enumerate(cfg.prior):
+        pos = torch.arange(c, device=device)
+        scatter(kc, b, pos, k[b, :, :c], table)
+        scatter(vc, b, pos, v[b, :, :c], table)
+    return kc, vc
+
+
+def logical(cache, table, cfg: KVCacheConfig) -> torch.Tensor:
+    """(B, Hkv, slots, D): each item's logical cache, read through its table row (a linear cache
+    with the same contents)."""
+    pos = torch.arange(cfg.slots, device=cache.device)
+    return torch.stack([gather(cache, b, pos, table) for b in range(cfg.batch)])
+
+
+def chunk_of(cfg: KVCacheConfig, x, t: int, n: int):
+    """Of a (B, H, T, D) tensor, item b's positions prior[b] + t .. prior[b] + t + n - 1, as (B, H, n, D)."""
+    return torch.stack([x[b, :, c + t:c + t + n] for b, c in enumerate(cfg.prior)])
+
+
+def feed_prior(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, table=None, sinks=None) -> torch.Tensor:
+    """Feed each item's positions from prior[b] on through the target in ``cfg.chunks`` (the
+    caches hold the first prior[b]); returns the outputs, concatenated (B, Hq, sum(chunks), Ev)."""
+    outs, t = [], 0
+    for n in cfg.chunks:
+        lens = seqlens([c + t for c in cfg.prior], q.device)
+        outs.append(call_kv(target, cfg, chunk_of(cfg, q, t, n), k_cache, v_cache, chunk_of(cfg, k, t, n),
+                            chunk_of(cfg, v, t, n), lens, **options(cfg, table=table, sinks=sinks)))
+        t += n
+    return torch.cat(outs, dim=-2)
+
+
+def truth_prior(cfg: KVCacheConfig, q, k, v, k_cache, v_cache, table=None, sinks=None):
+    """The float64 reference fed as ``feed_prior`` feeds the target, on CPU copies of the caches
+    (linear, or paged with ``table``): (truth out, naive out in the input dtype, k_cache and
+    v_cache after the calls)."""
+    kc, vc, truth, naive, t = k_cache.cpu(), v_cache.cpu(), [], [], 0
+    kw = dict(window=cfg.window or None, causal=cfg.causal, softcap=cfg.softcap or None,
+              block_table=None if table is None else table.cpu(), sinks=None if sinks is None else sinks.cpu())
+    for n in cfg.chunks:
+        args = [chunk_of(cfg, x, t, n).cpu() for x in (q, k, v)]
+        lens = torch.tensor([c + t for c in cfg.prior])
+        naive.append(kvcache_math(args[0], kc, vc, *args[1:], cache_seqlens=lens, compute_dtype=q.dtype, **kw)[0])
+        out, kc, vc = kvcache_math(args[0], kc, vc, *args[1:], cache_seqlens=lens, **kw)
+        truth.append(out)
+        t += n
+    return torch.cat(truth, dim=-2), torch.cat(naive, dim=-2), kc, vc
+
+
+def describe_paged(cfg: KVCacheConfig) -> str:
+    return (f"block_size {cfg.block_size}, {cfg.max_blocks} pages per item in a pool of {cfg.num_blocks}, "
+            f"cache_seqlens {list(cfg.prior)}, calls {cfg.chunks}")

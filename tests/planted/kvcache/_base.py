@@ -18,6 +18,10 @@ decoding kernel does it: a linear cache is written first and attended up to the 
 rolling cache (a window, more positions than slots) gathers the keys it holds before the write,
 attends over them and the new ones, then writes the last Smax new ones at slot p mod Smax.
 RoPE is applied in float32 (float64 for float64 inputs) at positions cache_seqlens[b] + i.
+A paged cache (``block_table``) is written through the table (``physical``), then each item's
+pages (``pages``) are gathered into its logical cache and attended as a linear one. With
+``softcap`` or ``sinks`` the attention is the textbook math in float32 (float64 for float64):
+scores capped before the mask (``capped``), the sink's term in the denominator (``sink_term``).
 """
 from __future__ import annotations
 
@@ -72,13 +76,70 @@ class KVCache:
             visible &= key_pos[None, :] > q_pos[:, None] - self.reach(window)
         return visible
 
-    def attend(self, q, keys, vals, visible, scale):
-        """q (Hq, Lq, E), keys (Hkv, N, E): torch SDPA with the boolean mask, GQA by enable_gqa."""
-        return F.scaled_dot_product_attention(q[None], keys[None], vals[None], attn_mask=visible, scale=scale,
-                                              enable_gqa=q.shape[-3] != keys.shape[-3])[0]
+    def physical(self, table, b: int, pos, block_size: int):
+        """(blocks, slots) of item b's positions ``pos`` in a paged pool: through its table row."""
+        return table[b].long()[pos // block_size], pos % block_size
+
+    def pages(self, table, b: int, num_blocks: int):
+        """The physical blocks of item b's logical pages, in order: its table row."""
+        return table[b].long()
+
+    def key_count(self, n: int, block_size: int) -> int:
+        """How many logical positions of a paged item are attended: the n filled ones."""
+        return n
+
+    def capped(self, scores, visible, softcap):
+        """Scores soft-capped, then masked (-inf where not visible)."""
+        if softcap:
+            scores = softcap * torch.tanh(scores / softcap)
+        return scores.masked_fill(~visible, float("-inf"))
+
+    def sink_term(self, sinks, row_max):
+        """The sink's term of the denominator, per query head: exp(sink - row max)."""
+        return torch.exp(sinks.to(row_max.dtype)[:, None, None] - row_max)
+
+    def attend(self, q, keys, vals, visible, scale, softcap=None, sinks=None):
+        """q (Hq, Lq, E), keys (Hkv, N, E): torch SDPA with the boolean mask, GQA by enable_gqa;
+        with softcap or sinks the same math written out in float32 (float64 for float64)."""
+        if not softcap and sinks is None:
+            return F.scaled_dot_product_attention(q[None], keys[None], vals[None], attn_mask=visible, scale=scale,
+                                                  enable_gqa=q.shape[-3] != keys.shape[-3])[0]
+        dt = torch.promote_types(q.dtype, torch.float32)
+        g = q.shape[-3] // keys.shape[-3]
+        qf, kf, vf = q.to(dt), keys.to(dt).repeat_interleave(g, 0), vals.to(dt).repeat_interleave(g, 0)
+        scores = self.capped(qf @ kf.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale),
+                             visible, softcap)
+        row_max = scores.amax(-1, keepdim=True)
+        if sinks is not None:
+            row_max = torch.maximum(row_max, sinks.to(dt)[:, None, None])
+        row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+        weights = torch.exp(scores - row_max)
+        denom = weights.sum(-1, keepdim=True)
+        if sinks is not None:
+            denom = denom + self.sink_term(sinks, row_max)
+        out = torch.where(denom > 0, weights / denom.clamp_min(torch.finfo(dt).tiny), 0.0) @ vf
+        return out.to(q.dtype)
+
+    def paged(self, qb, kb, vb, q_pos, pos, n, k_cache, v_cache, table, b, causal, window, scale, opts):
+        """One item over a paged pool: write through the table, gather its pages, attend."""
+        nb, Hkv, bs = k_cache.shape[:3]
+        if n > table.shape[-1] * bs:
+            raise ValueError(f"{n} positions do not fit {table.shape[-1]} pages of {bs}")
+        if kb is not None:
+            blocks, slots = self.physical(table, b, pos, bs)
+            k_cache[blocks, :, slots] = kb.transpose(0, 1)
+            v_cache[blocks, :, slots] = vb.transpose(0, 1)
+        pages = self.pages(table, b, nb)
+        keys = k_cache[pages].transpose(0, 1).reshape(Hkv, -1, k_cache.shape[-1])
+        vals = v_cache[pages].transpose(0, 1).reshape(Hkv, -1, v_cache.shape[-1])
+        count = self.key_count(n, bs)
+        visible = self.mask(q_pos, torch.arange(count, device=qb.device), causal, window)
+        return self.attend(qb, keys[:, :count], vals[:, :count], visible, scale, **opts)
 
     def attention_with_kvcache(self, q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None,
-                               causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False):
+                               causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False,
+                               block_table=None, softcap=None, sinks=None):
+        opts = {key: val for key, val in (("softcap", softcap), ("sinks", sinks)) if val is not None}
         B, Lq, Smax, dev = q.shape[0], q.shape[-2], k_cache.shape[-2], q.device
         n_new = 0 if k is None else k.shape[-2]
         outs = []
@@ -92,13 +153,17 @@ class KVCache:
                 shift = self.rotary_offset(c, first) - first
                 kb = self.rotate(kb, pos + shift, rotary_cos, rotary_sin, rotary_interleaved)
                 qb = self.rotate(qb, (q_pos + shift).clamp_min(0), rotary_cos, rotary_sin, rotary_interleaved)
+            if block_table is not None:
+                outs.append(self.paged(qb, kb, None if v is None else v[b], q_pos, pos, n, k_cache, v_cache,
+                                       block_table, b, causal, window, scale, opts))
+                continue
             if n <= Smax:  # linear: write, then attend over the first n slots
                 if kb is not None:
                     self.write(k_cache, b, pos, kb)
                     self.write(v_cache, b, pos, v[b])
                 key_pos = torch.arange(n, device=dev)
                 visible = self.mask(q_pos, key_pos, causal, window)
-                outs.append(self.attend(qb, k_cache[b, :, :n], v_cache[b, :, :n], visible, scale))
+                outs.append(self.attend(qb, k_cache[b, :, :n], v_cache[b, :, :n], visible, scale, **opts))
                 continue
             if window is None or Smax < window:
                 raise ValueError(f"{n} positions do not fit a cache of {Smax} slots")
@@ -106,7 +171,7 @@ class KVCache:
             keys = torch.cat([k_cache[b][:, old % Smax], kb], dim=-2)
             vals = torch.cat([v_cache[b][:, old % Smax], v[b]], dim=-2)
             visible = self.mask(q_pos, torch.cat([old, pos]), causal, window)
-            outs.append(self.attend(qb, keys, vals, visible, scale))
+            outs.append(self.attend(qb, keys, vals, visible, scale, **opts))
             keep = slice(max(0, n_new - Smax), n_new)
             self.write(k_cache, b, pos[keep] % Smax, kb[:, keep])
             self.write(v_cache, b, pos[keep] % Smax, v[b][:, keep])

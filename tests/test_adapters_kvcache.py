@@ -1,0 +1,50 @@
+"""PyTorch's paged attention (``torch.nn.attention.experimental``'s ``PagedAttention`` on eager
+``flex_attention``), held to the protocol through ``harness.adapters.torch_kvcache``.
+
+Eager flex_attention costs ~0.3 s a call on a CPU (its vmapped mask and score functions), so this
+self-test replays the paged suite's tile-boundary regime (pages of 256 around 255/257 positions,
+of 16 across a tile, of 1; shared prefixes; softcap 1 and 50; sinks with GQA), every property on
+each, rather than Hypothesis' draws: those are the sweep's (``harness.controls``: the adapter is a
+control, run there at random seeds). What it declares it does not take (RoPE inside the call, a
+rolling window) is reported unsupported, not failed.
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness.loader import load_target
+from harness.outcome import Outcome
+from harness.runner import run
+from planted_support import conformance, run_suite
+from suites.kvcache import configs as kvc
+from suites.kvcache import test_paged_kvcache as paged
+
+ADAPTER = "harness.adapters.torch_kvcache"
+
+REGIME = [
+    (paged.check_paged_agreement, kvc.PAGED), (paged.check_paged_unfilled_slots, kvc.PAGED_UNFILLED),
+    (paged.check_paged_writes, kvc.PAGED + kvc.SHARED), (paged.check_paged_layout_invisible, kvc.PAGED),
+    (paged.check_paged_shared_prefix, kvc.SHARED), (paged.check_softcap, kvc.SOFTCAP), (paged.check_sinks, kvc.SINKS),
+]
+
+@pytest.fixture(scope="module")
+def torch_paged():
+    target = load_target(ADAPTER, isolation="none")
+    assert target.load_error is None, target.load_error
+    yield target
+    target.close()
+
+@pytest.mark.parametrize("check,configs", REGIME, ids=[c.__name__.removeprefix("check_") for c, _ in REGIME])
+def test_torch_paged_attention_passes_the_regime(torch_paged, check, configs):
+    for cfg in configs:
+        torch_paged.outcome = Outcome()
+        run(torch_paged, check, cfg)  # (a PropertyFailure names the property, the config and the repro)
+
+def test_what_it_declares_out_is_unsupported(pytester, tmp_path):
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_kvcache.py"], [ADAPTER], "test_rotary or test_rolling_window",
+                       "--conformance-report", str(report))
+    result.assert_outcomes(skipped=2)
+    cells = conformance(report)
+    for prop in ("kvcache.rotary", "kvcache.rolling_window"):
+        assert cells[(prop, ADAPTER)].startswith("unsupported (declared:"), cells
