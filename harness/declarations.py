@@ -128,6 +128,9 @@ FEATURES = {
     "backward": "a backward pass (the gradient properties)",
     "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
     "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
+    "varlen_window": "a window in attention_varlen",
+    "softcap": "softcap (scores capped by softcap * tanh(scores / softcap))",
+    "sinks": "sinks (one learned logit per head in the softmax's denominator)",
     **{name: f"{name} inputs" for name in DTYPE_NAMES},
 }
 

@@ -66,7 +66,8 @@ def _raise_timeout(signum, frame):  # noqa: ARG001
 
 #: protocol names whose output must be new memory, never a view of an input: an attention output
 #: that aliases its query is overwritten by (or overwrites) the caller's next in-place op on either
-NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache"})
+NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
+                      "attention_varlen"})
 
 #: the arguments (by position and by keyword) a protocol name may modify in place; every other
 #: input must come back unmodified. In a worker they are sent back after the call and copied into

@@ -24,6 +24,19 @@ Query head h reads KV head h // (Hq / Hkv). With rotary tables, new keys and the
 rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), else rotate-half
 (i, i + R/2)) before the keys are cached; the tables need k and v.
 
+``attention_varlen`` (training on packed documents, after FlashAttention's ``flash_attn_varlen_func``, in
+its own sequence-first layout) attends within each sequence only; shapes::
+
+    q (total_q, Hq, E)    k (total_k, Hkv, E)    v (total_k, Hkv, Ev)
+    cu_seqlens_q, cu_seqlens_k (B + 1,) int32: sequence b is rows cu[b] .. cu[b + 1] - 1 (zero-length allowed)
+    max_seqlen_q, max_seqlen_k: ints, the longest sequences;  sinks (Hq,) or None
+    out (total_q, Hq, Ev), in q's dtype
+
+Query i of a sequence with Lq queries and Lk keys sits at position i + Lk - Lq (bottom-right per
+sequence); ``causal``, ``window`` (the protocol's ``w`` extent) and GQA as in ``attention_with_kvcache``;
+``softcap`` caps the scaled scores before masking, ``sinks`` add one logit per head to the softmax's
+denominator (``reference/attention_options.py``); a row that sees no key is zeros.
+
 What each name must compute is stated in the README's "The plug-in protocol" section (the
 project test checks that every signature below appears there) and checked by the suites.
 
@@ -74,6 +87,11 @@ NAMES: dict[str, Name] = {n.name: n for n in [
           "rotary_cos", "rotary_sin", "rotary_interleaved"),
          "attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
          "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False) -> out"),
+    Name("attention_varlen",
+         ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k", "causal", "window",
+          "scale", "softcap", "sinks"),
+         "attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
+         "window=None, scale=None, softcap=None, sinks=None) -> out"),
     Name("sinusoidal_position_embedding", ("num_positions", "dim"),
          "sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]"),
     Name("LearnedPositionEmbedding", ("max_positions", "dim"),

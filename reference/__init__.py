@@ -6,6 +6,7 @@ One component per module; shapes are in each module's docstring.
 from reference.attention import scaled_dot_product_attention
 from reference.sliding_window import sliding_window_attention
 from reference.kvcache import attention_with_kvcache
+from reference.attention_varlen import attention_varlen
 from reference.layernorm import LayerNorm
 from reference.rmsnorm import RMSNorm
 from reference.blocks import residual_block
@@ -16,7 +17,7 @@ from reference.alibi import AlibiPositionalBias, alibi_bias, alibi_slopes
 from reference.t5_bucket import t5_relative_position_bucket
 from reference.t5_bias import T5RelativePositionBias, t5_relative_position_bias
 
-__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
+__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache", "attention_varlen",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
            "alibi_slopes", "alibi_bias", "AlibiPositionalBias", "t5_relative_position_bucket", "t5_relative_position_bias",
