@@ -89,3 +89,18 @@ def test_declared_options_are_unsupported_not_failed(pytester, tmp_path):
     cells = conformance(report)
     for prop in ("varlen.softcap", "varlen.sinks"):
         assert cells[(prop, str(target))].startswith("unsupported (declared:"), cells
+
+
+def test_torch_nested_control_passes_what_it_takes(pytester, tmp_path):
+    """harness.adapters.torch_nested_attention (torch's nested jagged SDPA): every property it can
+    be checked on passes, the ones it declares (causal, window, softcap, sinks) are reported
+    unsupported, and the RoPE property skips (it has no apply_rotary_embedding)."""
+    report = tmp_path / "report"
+    target = "harness.adapters.torch_nested_attention"
+    result = run_suite(pytester, SUITES, [target], None, "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-3000:]
+    cells = conformance(report)
+    for prop in ("varlen.causal", "varlen.window", "varlen.softcap", "varlen.sinks"):
+        assert cells[(prop, target)].startswith("unsupported"), (prop, cells[(prop, target)])
+    for prop in ("varlen.isolation", "varlen.zero_length", "varlen.gqa", "varlen_grad.backward_isolation"):
+        assert cells[(prop, target)].startswith("pass"), (prop, cells[(prop, target)])
