@@ -212,6 +212,7 @@ def test_isolation(target, cfg):
     run(target, check_isolation, cfg)
 
 
+@pytest.mark.uses("is_causal")
 @EXAMPLES
 @given(cfg=ac.varlen_configs(causal=st.just(True), distinct=True))
 @covering(regimes.VARLEN_CAUSAL)
@@ -266,6 +267,7 @@ def test_sinks(target, cfg):
 
 
 @pytest.mark.needs("apply_rotary_embedding")
+@pytest.mark.uses("is_causal")
 @EXAMPLES
 @given(cfg=ac.varlen_configs(causal=st.just(True), even_head=True, max_batch=3))
 @covering(regimes.VARLEN_ROPE)
