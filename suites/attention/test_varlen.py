@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from harness import regimes, tolerance
 from harness.conventions import KNOWN, check_convention
+from harness.guard import expect_tensor
 from harness.regimes import covering
 from harness.runner import impl, record_label, require_features, run
 from reference.attention_varlen import bounds, sequence_math
@@ -144,8 +145,10 @@ def check_sinks(target, cfg):
 
 def _rotate(target, x, positions):
     """The target's apply_rotary_embedding on packed rows x (T, H, E) at ``positions`` (T,)."""
-    out = impl(target, "apply_rotary_embedding")(x.transpose(0, 1)[None].contiguous(), positions)
-    return out[0].transpose(0, 1)
+    xh = x.transpose(0, 1)[None].contiguous()  # (1, H, T, E)
+    out = expect_tensor(impl(target, "apply_rotary_embedding")(xh, positions), "apply_rotary_embedding",
+                        tuple(xh.shape), x.dtype, x.device)
+    return out[0].transpose(0, 1).contiguous()
 
 
 def _rope_same(a, b, x, pos, what):
