@@ -183,6 +183,7 @@ VARLEN_ROPE = (
 VARLEN_GRAD = (
     _varlen((63, 66, 1), E=32, causal=True, seed=126),
     _varlen((129, 65), (64, 129), E=16, hq=4, hkv=2, dtype="bfloat16", seed=127),
+    _varlen((65, 0, 63), (129, 3, 30), E=16, causal=True, seed=132),  # causal Lq != Lk both ways, an empty one
 )
 
 

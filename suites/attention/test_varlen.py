@@ -138,7 +138,8 @@ def check_softcap(target, cfg):
 
 
 def check_sinks(target, cfg):
-    """sinks (Hq,): one logit per query head in each row's softmax denominator, no value (gpt-oss)."""
+    """sinks (Hq,): one logit per QUERY head (GQA drawn too) in each row's softmax denominator, no
+    value (gpt-oss)."""
     q, k, v, out = _out(target, cfg)
     vh.agree(out, cfg, q, k, v, f"{vh.describe(cfg)}, sinks {cfg.sink_logits().tolist()[:4]}...")
 
@@ -263,8 +264,8 @@ def test_softcap(target, cfg):
 
 @pytest.mark.uses("sinks")
 @EXAMPLES
-@given(cfg=_with(ac.varlen_configs(), sinks=st.just(True)))
-@covering(tuple(replace(c, sinks=True) for c in regimes.VARLEN_TILES[2:4]))
+@given(cfg=_with(ac.varlen_configs() | ac.varlen_configs(gqa=True), sinks=st.just(True)))
+@covering(tuple(replace(c, sinks=True) for c in regimes.VARLEN_TILES[2:4] + regimes.VARLEN_GQA[:1]))
 def test_sinks(target, cfg):
     run(target, check_sinks, cfg)
 

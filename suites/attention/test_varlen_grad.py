@@ -62,7 +62,8 @@ def agree(grads, cfg, q, k, v, g, what: str) -> None:
 
 
 def check_backward(target, cfg):
-    """dq, dk, dv of the packed call equal float64 autograd of attention run per sequence."""
+    """dq, dk, dv of the packed call equal float64 autograd of attention run per sequence (causal
+    with Lq != Lk per sequence, GQA and zero-length sequences drawn)."""
     q, k, v = cfg.qkv(target.device)
     g = upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt=9), target.device)
     agree(_grads(target, cfg, q, k, v, g), cfg, q, k, v, g, f"({vh.describe(cfg)})")
@@ -91,7 +92,8 @@ _GRAD_LENGTHS = st.integers(2, 4).flatmap(lambda B: st.lists(st.integers(1, 24),
 
 
 @EXAMPLES
-@given(cfg=ac.varlen_configs(gqa=False) | ac.varlen_configs(gqa=True, causal=st.just(True)))
+@given(cfg=ac.varlen_configs(gqa=False) | ac.varlen_configs(gqa=True, causal=st.just(True))
+       | ac.varlen_configs(causal=st.just(True), distinct=True) | ac.varlen_configs(lengths=ac.zero_lengths()))
 @covering(regimes.VARLEN_GRAD)
 def test_backward(target, cfg):
     run(target, check_backward, cfg)
