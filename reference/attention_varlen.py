@@ -22,7 +22,7 @@ of its own sequence:
 - ``scale`` (default 1/sqrt(E)) multiplies q.k; ``softcap`` then caps the scaled scores and
   ``sinks`` enter the softmax's denominator (``reference.attention_options``);
 - a row that sees no key (Lk = 0, or causal with Lq > Lk) is zeros. Rows of q past
-  cu_seqlens_q[-1] belong to no sequence and are zeros.
+  cu_seqlens_q[-1] belong to no sequence (the suites never pass any; here they are zeros).
 """
 from __future__ import annotations
 
