@@ -2,10 +2,13 @@
 
 An independent correct control for packed attention on a CPU: the packed q, k, v become nested
 tensors (``torch.nested.nested_tensor_from_jagged``, ``cu_seqlens`` as the offsets, one ragged
-dimension per side, so Lq != Lk per sequence and zero-length sequences are torch's to handle) and
-torch's SDPA runs on them (its math backend on a CPU; autograd through it). Only two lines are
-the adapter's: K/V heads ``repeat_interleave``d for GQA (nested SDPA does not broadcast heads), and
-the output's values read back in the packed layout.
+dimension per side, so Lq != Lk per sequence) and torch's SDPA runs on them (its math backend on a
+CPU; autograd through it). The adapter's own lines: K/V heads ``repeat_interleave``d for GQA
+(nested SDPA does not broadcast heads), the output's values read back in the packed layout, and
+sequences without keys left out (their rows are zeros, the protocol's answer): torch 2.13's nested
+SDPA raises "setStorage: ... out of bounds" on a batch with an empty key sequence whenever no key
+sequence is longer than the longest query one (q_lens (1, 1), k_lens (0, 1); found by
+``varlen.zero_length``), a bug of torch's, not of the contract.
 
 What torch 2.13's nested SDPA does not take is declared: ``is_causal`` ("Nested tensors for query /
 key are not supported when is_causal=True"), a window, softcap and sinks (no such arguments).
@@ -39,6 +42,17 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      scale=None, softcap=None, sinks=None):
     if causal or window is not None or softcap or sinks is not None:
         raise NotImplementedError("torch's nested SDPA takes no causal mask, window, softcap or sinks")
+    len_q, len_k = (c[1:] - c[:-1] for c in (cu_seqlens_q.to(torch.int64), cu_seqlens_k.to(torch.int64)))
+    if (len_k == 0).any():  # (torch's bug, module doc): only the sequences that have keys go to torch
+        out = q.new_zeros(q.shape[0], q.shape[1], v.shape[-1])
+        keep = len_k > 0
+        if not keep.any():  # (no key at all: zeros, with the gradient of zeros)
+            return out + 0 * q.sum()
+        rows = torch.cat([torch.arange(int(s), int(e), device=q.device)
+                          for s, e, kept in zip(cu_seqlens_q[:-1], cu_seqlens_q[1:], keep) if kept])
+        cu = [torch.cat([lens.new_zeros(1), lens[keep].cumsum(0)]) for lens in (len_q, len_k)]
+        out[rows] = attention_varlen(q[rows], k, v, cu[0], cu[1], max_seqlen_q, max_seqlen_k, scale=scale)
+        return out
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
