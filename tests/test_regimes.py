@@ -89,7 +89,7 @@ GRAD_COVERED = {
     "test_norm_grad.py": {"test_layernorm": "regimes.NORMS[:2]", "test_rmsnorm": "regimes.NORMS[:2]"},
     "test_position_grad.py": {"test_rope_dx": "regimes.ROPE[1:3]"},
     "test_dropout_grad.py": {},
-    "test_varlen_grad.py": {"test_backward": "regimes.VARLEN_GRAD", "test_backward_isolation": "regimes.VARLEN_GRAD"},
+    "test_varlen_grad.py": {"test_agreement": "regimes.VARLEN_GRAD", "test_isolation": "regimes.VARLEN_GRAD"},
 }
 GRAD_EXEMPT = {  # (suite, test): why it draws no tile-boundary regime
     ("test_attention_grad.py", "test_scale"): "the scale enters every tile alike: agreement covers the tiles",

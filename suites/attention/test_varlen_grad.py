@@ -61,7 +61,7 @@ def agree(grads, cfg, q, k, v, g, what: str) -> None:
     assert_grads(NAMES, grads, truth, worst_each(truth, cands), q.dtype, what, _terms(cfg, q, k, v, g))
 
 
-def check_backward(target, cfg):
+def check_agreement(target, cfg):
     """dq, dk, dv of the packed call equal float64 autograd of attention run per sequence (causal
     with Lq != Lk per sequence, GQA and zero-length sequences drawn)."""
     q, k, v = cfg.qkv(target.device)
@@ -69,7 +69,7 @@ def check_backward(target, cfg):
     agree(_grads(target, cfg, q, k, v, g), cfg, q, k, v, g, f"({vh.describe(cfg)})")
 
 
-def check_backward_isolation(target, cfg):
+def check_isolation(target, cfg):
     """Every other sequence gets a zero upstream gradient: its dq, dk and dv are exactly 0 (no
     gradient flows across sequences), and every gradient still matches autograd."""
     q, k, v = cfg.qkv(target.device)
@@ -95,12 +95,12 @@ _GRAD_LENGTHS = st.integers(2, 4).flatmap(lambda B: st.lists(st.integers(1, 24),
 @given(cfg=ac.varlen_configs(gqa=False) | ac.varlen_configs(gqa=True, causal=st.just(True))
        | ac.varlen_configs(causal=st.just(True), distinct=True) | ac.varlen_configs(lengths=ac.zero_lengths()))
 @covering(regimes.VARLEN_GRAD)
-def test_backward(target, cfg):
-    run(target, check_backward, cfg)
+def test_agreement(target, cfg):
+    run(target, check_agreement, cfg)
 
 
 @EXAMPLES
 @given(cfg=ac.varlen_configs(lengths=_GRAD_LENGTHS))
 @covering(regimes.VARLEN_GRAD)
-def test_backward_isolation(target, cfg):
-    run(target, check_backward_isolation, cfg)
+def test_isolation(target, cfg):
+    run(target, check_isolation, cfg)

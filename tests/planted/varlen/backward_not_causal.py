@@ -2,7 +2,7 @@
 
 Real pattern: a hand-written backward kernel whose mask flag is not passed through from the
 forward's saved context (``ctx.causal`` dropped): dq/dk/dv of causal calls are those of full
-attention. Caught by: varlen_grad.backward.
+attention. Caught by: varlen_grad.agreement.
 """
 import pathlib
 import sys

@@ -3,7 +3,7 @@
 Real pattern: the backward kernel's key-block start computed as ``cu_seqlens_k[b] - 1`` (an
 off-by-one against the forward's): the previous sequence's last key is treated as visible to
 every query, so dK/dV of that key collect gradient from another sequence. The forward is right.
-Caught by: varlen_grad.backward_isolation.
+Caught by: varlen_grad.isolation.
 """
 import pathlib
 import sys
