@@ -2,11 +2,13 @@
 attention across targets, and packed against dense.
 
 - ``attention_varlen`` (a ``Case``): every target's packed output on the same packed q, k, v and
-  cu_seqlens (causal or not, GQA; the keys as many as the queries when causal);
+  cu_seqlens (``CONFIGS``: causal or not, GQA, and causal with Lq != Lk per sequence);
 - varlen against dense (``VS_DENSE``): every target's ``attention_varlen`` and every target's
   ``scaled_dot_product_attention`` run on each sequence alone ((1, Hq, Lq, E) slices, a bottom-right
   boolean mask when causal, ``enable_gqa``), the rows concatenated, held to each other. A library's
-  varlen kernel and its dense one are two backends of one function.
+  varlen kernel and its dense one are two backends of one function. A row that sees no key (causal,
+  Lq > Lk) is zeros in varlen's contract; SDPA's answer there is a convention of its own
+  (``fully_masked_rows``), so those rows are taken as zeros from the dense side.
 
 Yardstick: the per-sequence float64 reference and the naive same-dtype math of the packed suite
 (``suites.attention.varlen_helpers``); two outputs may differ by twice the policy's allowance.
@@ -18,13 +20,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from hypothesis import strategies as st
 
 from harness import tolerance
 from harness.guard import ImplementationError, expect_tensor
 from harness.runner import impl
 from reference.attention_varlen import bounds, visible_keys
 from suites.attention import varlen_helpers as vh
+from suites.attention.configs import varlen_configs
 
+#: what both checks draw
+CONFIGS = (varlen_configs(gqa=False) | varlen_configs(gqa=True)
+           | varlen_configs(causal=st.just(True), distinct=True))
 VS_DENSE = "attention_varlen vs dense"  # (no protocol name in the id: a -k of one name selects its check only)
 SDPA = "scaled_dot_product_attention"
 
@@ -57,8 +64,10 @@ def dense_per_sequence(target, cfg, args) -> torch.Tensor:
         mask = visible_keys(qe - qs, ke - ks, True, None, device=q.device) if cfg.causal else None
         one = sdpa(*(t.transpose(0, 1)[None].contiguous() for t in (q[qs:qe], k[ks:ke], v[ks:ke])),
                    attn_mask=mask, enable_gqa=cfg.hq != cfg.hkv)
-        one = expect_tensor(one, SDPA, (1, q.shape[1], qe - qs, v.shape[-1]), q.dtype, q.device)
-        out[qs:qe] = one[0].transpose(0, 1)
+        one = expect_tensor(one, SDPA, (1, q.shape[1], qe - qs, v.shape[-1]), q.dtype, q.device)[0].transpose(0, 1)
+        if mask is not None:  # (rows that see no key: zeros, varlen's contract; module doc)
+            one = one.masked_fill(~mask.any(-1)[:, None, None], 0)
+        out[qs:qe] = one
     return out
 
 

@@ -30,7 +30,6 @@ from harness import tolerance
 from suites.attention.configs import attn_configs, window_configs
 from suites import _consistency_models as models
 from suites import _consistency_varlen as varlen
-from suites.attention.configs import varlen_configs
 from suites.bert.configs import distill_configs, embedding_configs, inputs_configs, model_configs
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
@@ -264,7 +263,7 @@ CASES: dict[str, Case] = {
     "sinusoidal_position_embedding": Case(sinusoidal_configs(), _sinusoidal_calls, _sinusoidal_judge),
     "alibi_slopes": Case(alibi_configs(), _slopes_calls, _slopes_judge),
     "attention_with_kvcache": Case(kvc.ragged_configs(), _kv_calls, _kv_judge),
-    "attention_varlen": Case(varlen_configs(gqa=False) | varlen_configs(gqa=True), varlen.calls, varlen.judge),
+    "attention_varlen": Case(varlen.CONFIGS, varlen.calls, varlen.judge),
     "LayerNorm": _norm_case("LayerNorm", layer_norm_math),
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),
     "distillation_loss": Case(distill_configs(), _distill_calls, _distill_judge),
@@ -387,7 +386,7 @@ def test_varlen_against_dense(loaded_targets, name, data):
     packed, dense = sharing(loaded_targets, "attention_varlen"), sharing(loaded_targets, varlen.SDPA)
     if not packed or not dense:
         pytest.skip("needs a target with attention_varlen and one with scaled_dot_product_attention")
-    cfg = data.draw(varlen_configs(gqa=False) | varlen_configs(gqa=True), label="cfg")
+    cfg = data.draw(varlen.CONFIGS, label="cfg")
     packed, dense = [t for t in packed if t.supports(cfg)], [t for t in dense if t.supports(cfg)]
     calls = varlen.calls(cfg, (packed or dense)[0].device)
     results = varlen.packed_and_dense(packed, dense, cfg, *calls[0][1:])

@@ -11,7 +11,7 @@
   ``--require-consistent`` fails (skipped with the reason without the side-by-side release);
 - tests/planted/consistency/sibling_defaults.py (one sibling difference per name) disagrees with
   reference on each of LayerNorm, RMSNorm, distillation_loss, build_inputs, alibi_slopes and
-  attention_with_kvcache; the names with random draws or initialisation say why they are not compared;
+  attention_with_kvcache and attention_varlen (and varlen against dense SDPA); the names with random draws or initialisation say why they are not compared;
 - controls: reference and torch.nn.functional agree (``--require-consistent`` passes), and so do
   reference's and torch.nn's norms; one target alone has no section and skips the differential checks.
 Every run is in-process under the derandomized ci profile.
@@ -91,7 +91,7 @@ def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
 
 #: the names tests/planted/consistency/sibling_defaults.py differs from reference on, one way each
 SIBLING_NAMES = ("LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
-                 "build_model", "bert_embeddings")
+                 "attention_varlen", "attention_varlen vs dense", "build_model", "bert_embeddings")
 
 
 def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
