@@ -118,10 +118,10 @@ def terminal_table(rows: list[dict], hide_skipped: bool | None = None,
 
 
 def target_line(t) -> str:
-    """``- `spec`: file (version V)``; a module without a version says nothing about one."""
-    version = getattr(t, "version", None)
-    tail = f" (version {version})" if version else ""
-    return f"- `{t.spec}`: {t.file}{tail}\n"
+    """``- `spec`: file (version V)``: the module's own version, else its distribution's or its
+    checkout's (``harness.versions``); nothing about a version when none is known."""
+    from harness import versions
+    return f"- `{t.spec}`: {t.file}{versions.label(t)}\n"
 
 
 def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -> list[Path]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from harness import protocol
 from harness.conventions import DECLARATION_ATTR, KNOWN
 
 DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
@@ -117,20 +118,13 @@ def tiles(module: ModuleType) -> tuple[int, ...] | None:
 
 
 #: what a target may declare it does not support (``HARNESS_UNSUPPORTED``): the properties and
-#: configurations that need one are reported ``unsupported (declared: ...)``, never as a bug
+#: configurations that need one are reported ``unsupported (declared: ...)``, never as a bug.
+#: A protocol name's own features are in its record (``harness.protocol``, ``features=``); here
+#: only the ones no single name owns: autocast, a backward pass, a dtype.
 FEATURES = {
-    "attn_mask": "an explicit attn_mask (boolean or float)",
-    "dropout": "dropout_p > 0",
-    "is_causal": "is_causal=True",
-    "enable_gqa": "GQA / MQA (fewer KV heads than query heads)",
-    "scale": "an explicit scale",
+    **protocol.FEATURES,
     "autocast": "being called inside torch.autocast",
     "backward": "a backward pass (the gradient properties)",
-    "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
-    "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
-    "varlen_window": "a window in attention_varlen",
-    "softcap": "softcap (scores capped by softcap * tanh(scores / softcap))",
-    "sinks": "sinks (one learned logit per head in the softmax's denominator)",
     **{name: f"{name} inputs" for name in DTYPE_NAMES},
 }
 

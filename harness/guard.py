@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import torch
 
+from harness import protocol
+
 #: seconds one call into the target may take (``--impl-timeout``), unless the target is given another
 DEFAULT_TIMEOUT = 20.0
 
@@ -64,15 +66,16 @@ def _raise_timeout(signum, frame):  # noqa: ARG001
     raise CallTimeout()
 
 
-#: protocol names whose output must be new memory, never a view of an input: an attention output
-#: that aliases its query is overwritten by (or overwrites) the caller's next in-place op on either
-NO_ALIAS = frozenset({"scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
-                      "attention_varlen"})
+#: protocol names whose output must be new memory, never a view of an input (derived from the
+#: records' ``new_memory``): an attention output that aliases its query is overwritten by (or
+#: overwrites) the caller's next in-place op on either
+NO_ALIAS = protocol.NO_ALIAS
 
-#: the arguments (by position and by keyword) a protocol name may modify in place; every other
-#: input must come back unmodified. In a worker they are sent back after the call and copied into
-#: the caller's tensors (``harness.isolation``), so a suite reads the caches the same either way.
-MUTABLE = {"attention_with_kvcache": frozenset({1, 2, "k_cache", "v_cache"})}
+#: the arguments (by position and by keyword) a protocol name may modify in place (derived from the
+#: records' ``writes``); every other input must come back unmodified. In a worker they are sent back
+#: after the call and copied into the caller's tensors (``harness.isolation``), so a suite reads the
+#: caches the same either way.
+MUTABLE = protocol.MUTABLE
 
 
 def argument_label(key: int | str) -> str:

@@ -35,7 +35,7 @@ import sys
 from types import ModuleType
 
 ENV = "TRITON_INTERPRET"
-#: the line a Triton target without triton installed is told (also the README's)
+#: the line a Triton target without triton installed is told (also docs/running.md's)
 INSTALL = "python -m pip install 'triton==3.9.0'"
 #: the block sizes of a Triton target that declares none (``HARNESS_TILES``)
 DEFAULT_TILES = (64,)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import guard, provided, runner
+from harness import guard, provided, runner, versions
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import DEFAULT_TARGET, BrokenTarget, Missing, Target, load_target
@@ -176,8 +176,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             lines.append(f"target {t.spec}: DOES NOT LOAD: {t.load_error.splitlines()[0]}")
         else:
             where = "its own worker process" if t.isolated else "this process (--isolation none)"
-            version = f" (version {t.version})" if t.version else ""
-            lines.append(f"target {t.spec}: {t.file}{version}, in {where}; "
+            lines.append(f"target {t.spec}: {t.file}{versions.label(t)}, in {where}; "
                          f"defines: {', '.join(t.available()) or 'no protocol names'}")
             for name, source in t.info.ignored.items():
                 lines.append(f"  ignored: {provided.ignored_line(name, source)}")

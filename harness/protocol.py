@@ -1,12 +1,28 @@
-"""The plug-in protocol: the names a target may define, and their signatures.
+"""The plug-in protocol: ONE record (``Name``) per name a target may define, and every table of
+per-name facts derived from the records.
 
 A target defines any subset. The suites for a missing name skip with a reason
 that names the attribute. A name that exists with parameters the protocol
 cannot call is reported as a broken target, not skipped.
 
+A record holds everything the harness knows about its name (fields in ``Name``)::
+
+    Name("alibi_bias", family="positions", reference="reference.alibi",
+         signature="alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]",
+         compared=TOLERANCE + " on the causal keys, up to the per-row constant softmax ignores"),
+
+Derived from them (never written anywhere else): ``NAMES``, ``Name.params`` (parsed from the
+signature, what ``signature_problem`` requires), ``guard.MUTABLE`` (``writes``), ``guard.NO_ALIAS``
+(``new_memory``), ``declarations.FEATURES`` (``features``, plus the features no one name owns:
+autocast, backward, dtypes) and ``suites/test_consistency.py``'s ``NOT_COMPARED`` (whose ``CASES``
+must hold exactly the names with ``compared``). ``tests/test_protocol_records.py`` fails when a
+name lacks a part: its reference, a property in ``suites/<family>/``, a planted bug, its row in
+README.md / docs/*.md, or when a documented signature's parameters differ from the record's.
+Adding a name: "the recipe for adding a protocol name" in notes/ARCHITECTURE.md.
+
 ``attention_with_kvcache`` (incremental decoding, after FlashAttention's ``flash_attn_with_kvcache``,
 in the harness's head-first layout) is the one name that may modify arguments in place: it writes
-the new keys/values into ``k_cache``/``v_cache`` (``guard.MUTABLE``); shapes::
+the new keys/values into ``k_cache``/``v_cache`` (its record's ``writes``); shapes::
 
     q (B, Hq, Lq, E)                     k_cache (B, Hkv, Smax, E)   v_cache (B, Hkv, Smax, Ev)
     k (B, Hkv, Lnew, E) or None          v (B, Hkv, Lnew, Ev) or None (given together)
@@ -37,8 +53,8 @@ sequence); ``causal``, ``window`` (the protocol's ``w`` extent) and GQA as in ``
 ``softcap`` caps the scaled scores before masking, ``sinks`` add one logit per head to the softmax's
 denominator (``reference/attention_options.py``); a row that sees no key is zeros.
 
-What each name must compute is stated in the README's "The plug-in protocol" section (the
-project test checks that every signature below appears there) and checked by the suites.
+What each name must compute is stated in docs/protocol.md (the project test checks that every
+record's signature appears in the README or docs/) and checked by the suites.
 
 ``RotaryEmbedding`` is the stateful form of ``apply_rotary_embedding``, as libraries ship it
 (rotary-embedding-torch's ``RotaryEmbedding.rotate_queries_or_keys(t, offset=...)``, Hugging
@@ -63,91 +79,234 @@ cache may keep bucket indices, never the table's values. Both are moved with ``.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+
+#: how most names are compared in the consistency section: two outputs that are each within the
+#: tolerance policy of the float64 reference are within twice its allowance of each other
+TOLERANCE = "outputs within twice the tolerance policy's allowance"
+#: one feature two records share (a feature's description is the same in every record naming it)
+GQA = "GQA / MQA (fewer KV heads than query heads)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Name:
-    name: str
-    #: parameters the harness passes by keyword/position; they must be accepted
-    params: tuple[str, ...]
+    """Everything the harness knows about one protocol name; ``NAMES`` and the tables below are
+    derived from these records (see the module docstring)."""
+
+    name: str = field(kw_only=False)
+    #: as README.md / docs/*.md document it, character for character; ``params`` derive from it
     signature: str
+    #: its suite folder ``suites/<family>/`` (its properties carry ``@pytest.mark.needs(name)``)
+    family: str
+    #: the module of ``reference/`` that defines it (``reference/__init__.py`` re-exports it)
+    reference: str
     kind: str = "function"  # or "class", or "constant" (a module-level value, not called)
+    #: the parameters it may write in place, by keyword (their positions derive from ``params``):
+    #: ``guard.MUTABLE``; every other input must come back unmodified
+    writes: tuple[str, ...] = ()
+    #: its output must be new memory, never a view of an input (``guard.NO_ALIAS``): an attention
+    #: output that aliases its query is overwritten by (or overwrites) the caller's next in-place op
+    new_memory: bool = False
+    #: ``HARNESS_UNSUPPORTED`` features of this name: feature -> what a target declaring it lacks
+    features: dict[str, str] = field(default_factory=dict, hash=False)
+    #: the consistency section (suites/test_consistency.py): how two targets' outputs are compared
+    #: (it then has a ``Case`` in ``CASES``), or why they are not; a constant has neither
+    compared: str = ""
+    not_compared: str = ""
+    #: derived: the parameter names the harness passes by keyword/position; they must be accepted
+    params: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self):
+        params = params_of(self.signature, self.name)
+        if params is None:
+            raise ValueError(f"{self.name}: cannot read the parameters of {self.signature!r}")
+        object.__setattr__(self, "params", params)
+        if self.kind not in ("function", "class", "constant"):
+            raise ValueError(f"{self.name}: kind {self.kind!r}")
+        if bool(self.compared) + bool(self.not_compared) != (self.kind != "constant"):
+            raise ValueError(f"{self.name}: give exactly one of compared= / not_compared= "
+                             f"(neither for a constant, which is never called)")
+        if not set(self.writes) <= set(params):
+            raise ValueError(f"{self.name}: writes {self.writes} names no parameter of {params}")
 
 
-NAMES: dict[str, Name] = {n.name: n for n in [
-    Name("scaled_dot_product_attention",
-         ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"),
-         "scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
-         "is_causal=False, scale=None, enable_gqa=False)"),
-    Name("sliding_window_attention", ("query", "key", "value", "window", "scale"),
-         "sliding_window_attention(query, key, value, window, scale=None)"),
-    Name("attention_with_kvcache",
-         ("q", "k_cache", "v_cache", "k", "v", "cache_seqlens", "window", "causal", "scale",
-          "rotary_cos", "rotary_sin", "rotary_interleaved"),
-         "attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
-         "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False) -> out"),
-    Name("attention_varlen",
-         ("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k", "causal", "window",
-          "scale", "softcap", "sinks"),
-         "attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
-         "window=None, scale=None, softcap=None, sinks=None) -> out"),
-    Name("sinusoidal_position_embedding", ("num_positions", "dim"),
-         "sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]"),
-    Name("LearnedPositionEmbedding", ("max_positions", "dim"),
-         "LearnedPositionEmbedding(max_positions, dim); forward(positions: LongTensor)", kind="class"),
-    Name("apply_rotary_embedding", ("x", "positions", "base"),
-         "apply_rotary_embedding(x, positions, base=10000.0)"),
-    Name("RotaryEmbedding", ("dim", "base"),
-         "RotaryEmbedding(dim, base=10000.0); forward(x (B, H, L, D), offset=0)", kind="class"),
-    Name("alibi_slopes", ("num_heads",),
-         "alibi_slopes(num_heads) -> Tensor[H]"),
-    Name("alibi_bias", ("num_heads", "query_len", "key_len"),
-         "alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]"),
-    Name("AlibiPositionalBias", ("num_heads",),
-         "AlibiPositionalBias(num_heads); forward(query_len, key_len) -> Tensor[H, Lq, Lk]", kind="class"),
-    Name("t5_relative_position_bucket", ("relative_position", "bidirectional", "num_buckets", "max_distance"),
-         "t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128)"),
+def params_of(signature: str, name: str | None = None) -> tuple[str, ...] | None:
+    """The parameter names of a documented signature or call: the first parentheses after the
+    name (``f(a, b=1, *, c=None) -> T``, ``Cls(a, b); forward(x)``; ``a (B, L)`` and ``a: T`` are
+    ``a``); () for a constant (``NAME = ...``). None when it is not one (another name, or an
+    argument that is a value, not a name: ``alibi_bias(8, 4, 4)``)."""
+    head = re.match(r"\s*(\w+)\s*(\(|=|$)", signature)
+    if head is None or (name is not None and head.group(1) != name):
+        return None
+    if head.group(2) != "(":
+        return ()
+    parts, depth, quote, start = [], 0, "", head.end()
+    for i in range(head.end(), len(signature)):
+        ch = signature[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}" and depth:
+            depth -= 1
+        elif ch == ")" or (ch == "," and not depth):
+            parts.append(signature[start:i].strip())
+            start = i + 1
+            if ch == ")":
+                break
+    else:
+        return None  # unclosed
+    out = []
+    for part in parts:
+        if part in ("", "*", "/"):
+            continue
+        m = re.match(r"\*{0,2}([A-Za-z_]\w*)\s*($|=|:|\()", part)
+        if m is None:
+            return None
+        out.append(m.group(1))
+    return tuple(out)
+
+
+RECORDS: tuple[Name, ...] = (
+    # ---- attention ------------------------------------------------------------------------------
+    Name("scaled_dot_product_attention", family="attention", reference="reference.attention",
+         signature="scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
+                   "is_causal=False, scale=None, enable_gqa=False)",
+         new_memory=True,
+         features={"attn_mask": "an explicit attn_mask (boolean or float)", "dropout": "dropout_p > 0",
+                   "is_causal": "is_causal=True", "enable_gqa": GQA, "scale": "an explicit scale"},
+         compared=TOLERANCE + " (default arguments, and is_causal=True)"),
+    Name("sliding_window_attention", family="attention", reference="reference.sliding_window",
+         signature="sliding_window_attention(query, key, value, window, scale=None)",
+         new_memory=True, compared=TOLERANCE + " (default scale)"),
+    Name("attention_with_kvcache", family="kvcache", reference="reference.kvcache",
+         signature="attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
+                   "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False) -> out",
+         writes=("k_cache", "v_cache"), new_memory=True,
+         features={"enable_gqa": GQA, "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
+                   "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)"},
+         compared=TOLERANCE + " (one call on ragged cache_seqlens; each target writes its own caches)"),
+    Name("attention_varlen", family="attention", reference="reference.attention_varlen",
+         signature="attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
+                   "window=None, scale=None, softcap=None, sinks=None) -> out",
+         new_memory=True,
+         features={"is_causal": "is_causal=True", "enable_gqa": GQA, "varlen_window": "a window in attention_varlen",
+                   "softcap": "softcap (scores capped by softcap * tanh(scores / softcap))",
+                   "sinks": "sinks (one learned logit per head in the softmax's denominator)"},
+         compared=TOLERANCE + " (packed sequences, causal or not, GQA; and each target's SDPA run per sequence)"),
+    # ---- positions ------------------------------------------------------------------------------
+    Name("sinusoidal_position_embedding", family="positions", reference="reference.sinusoidal",
+         signature="sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]",
+         compared=TOLERANCE),
+    Name("LearnedPositionEmbedding", family="positions", reference="reference.learned_positions", kind="class",
+         signature="LearnedPositionEmbedding(max_positions, dim); forward(positions: LongTensor)",
+         not_compared="a learned table initialised at random"),
+    Name("apply_rotary_embedding", family="positions", reference="reference.rope",
+         signature="apply_rotary_embedding(x, positions, base=10000.0)",
+         compared=TOLERANCE + " (default base; the yardstick is the worse layout's)"),
+    Name("RotaryEmbedding", family="positions", reference="reference.rope", kind="class",
+         signature="RotaryEmbedding(dim, base=10000.0); forward(x (B, H, L, D), offset=0)",
+         not_compared="the stateful form: apply_rotary_embedding is compared; call sequences are rope_module's"),
+    Name("alibi_slopes", family="positions", reference="reference.alibi",
+         signature="alibi_slopes(num_heads) -> Tensor[H]", compared=TOLERANCE),
+    Name("alibi_bias", family="positions", reference="reference.alibi",
+         signature="alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]",
+         compared=TOLERANCE + " on the causal keys, up to the per-row constant softmax ignores"),
+    Name("AlibiPositionalBias", family="positions", reference="reference.alibi", kind="class",
+         signature="AlibiPositionalBias(num_heads); forward(query_len, key_len) -> Tensor[H, Lq, Lk]",
+         not_compared="the cached form: alibi_bias is compared; call sequences are alibi_module's"),
+    Name("t5_relative_position_bucket", family="positions", reference="reference.t5_bucket",
+         signature="t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, "
+                   "max_distance=128)",
+         compared="equal, except where the float32 logarithm lands within 1e-4 of a bucket boundary "
+                  "(defaults, and bidirectional=False)"),
     # table: the learned (num_buckets, H) embedding weight; queries aligned to the END of the keys (query i
     # at position key_len - query_len + i, as in KV-cache decoding); bias[h, i, j] = table[bucket(key - query), h]
-    Name("t5_relative_position_bias",
-         ("table", "query_len", "key_len", "bidirectional", "num_buckets", "max_distance"),
-         "t5_relative_position_bias(table, query_len, key_len, bidirectional=True, num_buckets=32, "
-         "max_distance=128) -> Tensor[H, query_len, key_len]"),
-    Name("T5RelativePositionBias", ("num_heads", "bidirectional", "num_buckets", "max_distance"),
-         "T5RelativePositionBias(num_heads, bidirectional=True, num_buckets=32, max_distance=128); "
-         "forward(query_len, key_len) -> Tensor[H, Lq, Lk]; attribute relative_attention_bias "
-         "(nn.Embedding(num_buckets, H))", kind="class"),
-    Name("LayerNorm", ("normalized_shape", "eps", "elementwise_affine"),
-         "LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)", kind="class"),
-    Name("RMSNorm", ("normalized_shape", "eps", "elementwise_affine"),
-         "RMSNorm(normalized_shape, eps=None, elementwise_affine=True)", kind="class"),
-    Name("residual_block", ("dim", "sublayer"),
-         "residual_block(dim, sublayer) -> nn.Module; forward(x (..., dim))"),
-    Name("mask_tokens",
-         ("input_ids", "vocab_size", "mask_token_id", "special_tokens_mask", "mlm_probability", "generator"),
-         "mask_tokens(input_ids, *, vocab_size, mask_token_id, special_tokens_mask=None, "
-         "mlm_probability=0.15, generator=None) -> (inputs, labels)"),
-    Name("distillation_loss", ("student_logits", "teacher_logits", "temperature"),
-         "distillation_loss(student_logits, teacher_logits, temperature=1.0)"),
-    Name("span_corruption", ("tokens", "sentinel_ids", "noise_density", "mean_span_length", "generator"),
-         "span_corruption(tokens, *, sentinel_ids, noise_density=0.15, mean_span_length=3.0, "
-         "generator=None) -> (inputs, targets)"),
-    Name("build_model", (),
-         "build_model() -> nn.Module; forward(inputs_embeds (B, L, D)) -> (B, L, H); attribute embed_dim = D"),
-    Name("MODEL_CLAIM", (),
-         "MODEL_CLAIM = 'bidirectional' | 'causal' | 'concat_unidirectional'",
-         kind="constant"),
-    Name("build_bert", ("size", "add_pooling_layer"),
-         "build_bert(size='base', add_pooling_layer=True) -> nn.Module"),
-    Name("bert_embeddings", ("vocab_size", "hidden_size", "max_position_embeddings", "type_vocab_size"),
-         "bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2) -> nn.Module; "
-         "forward(input_ids, token_type_ids=None, position_ids=None) -> (B, L, hidden_size)"),
-    Name("build_inputs", ("tokens_a", "tokens_b", "cls_id", "sep_id"),
-         "build_inputs(tokens_a, tokens_b=None, *, cls_id=101, sep_id=102) -> (input_ids, token_type_ids)"),
-    Name("make_nsp_pairs", ("documents", "num_pairs", "generator"),
-         "make_nsp_pairs(documents, num_pairs, *, generator=None) -> [(sentence_a, sentence_b, label)]"),
-]}
+    Name("t5_relative_position_bias", family="positions", reference="reference.t5_bias",
+         signature="t5_relative_position_bias(table, query_len, key_len, bidirectional=True, num_buckets=32, "
+                   "max_distance=128) -> Tensor[H, query_len, key_len]",
+         compared="equal (a lookup in one table), except at the buckets t5_relative_position_bucket exempts"),
+    Name("T5RelativePositionBias", family="positions", reference="reference.t5_bias", kind="class",
+         signature="T5RelativePositionBias(num_heads, bidirectional=True, num_buckets=32, max_distance=128); "
+                   "forward(query_len, key_len) -> Tensor[H, Lq, Lk]; attribute relative_attention_bias "
+                   "(nn.Embedding(num_buckets, H))",
+         not_compared="the module form: t5_relative_position_bias is compared"),
+    # ---- norms ----------------------------------------------------------------------------------
+    Name("LayerNorm", family="norms", reference="reference.layernorm", kind="class",
+         signature="LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)",
+         compared=TOLERANCE + " (built with the same weight and bias, called on one x)"),
+    Name("RMSNorm", family="norms", reference="reference.rmsnorm", kind="class",
+         signature="RMSNorm(normalized_shape, eps=None, elementwise_affine=True)",
+         compared=TOLERANCE + " (built with the same weight, called on one x)"),
+    Name("residual_block", family="norms", reference="reference.blocks",
+         signature="residual_block(dim, sublayer) -> nn.Module; forward(x (..., dim))",
+         not_compared="a freshly initialised norm and the harness's sublayer: placement is norm_placement's"),
+    # ---- bert: objectives -----------------------------------------------------------------------
+    Name("mask_tokens", family="bert", reference="reference.mlm",
+         signature="mask_tokens(input_ids, *, vocab_size, mask_token_id, special_tokens_mask=None, "
+                   "mlm_probability=0.15, generator=None) -> (inputs, labels)",
+         not_compared="random draws: two correct targets draw differently (their statistics are each "
+                      "target's suites')"),
+    Name("distillation_loss", family="bert", reference="reference.distillation",
+         signature="distillation_loss(student_logits, teacher_logits, temperature=1.0)",
+         compared=TOLERANCE + " (the default temperature, and a drawn one)"),
+    Name("span_corruption", family="bert", reference="reference.span_corruption",
+         signature="span_corruption(tokens, *, sentinel_ids, noise_density=0.15, mean_span_length=3.0, "
+                   "generator=None) -> (inputs, targets)",
+         not_compared="random draws, as mask_tokens"),
+    # ---- bert: models ---------------------------------------------------------------------------
+    Name("build_model", family="bert", reference="reference.dependency_models",
+         signature="build_model() -> nn.Module; forward(inputs_embeds (B, L, D)) -> (B, L, H); "
+                   "attribute embed_dim = D",
+         compared=TOLERANCE + " (every module loaded with the first target's weights; suites/_consistency_models.py)"),
+    Name("MODEL_CLAIM", family="bert", reference="reference.dependency_models", kind="constant",
+         signature="MODEL_CLAIM = 'bidirectional' | 'causal' | 'concat_unidirectional'"),
+    Name("build_bert", family="bert", reference="reference.bert",
+         signature="build_bert(size='base', add_pooling_layer=True) -> nn.Module",
+         not_compared="BERT-base and -large: too large to copy between targets here (build_model and "
+                      "bert_embeddings compare two backends of one model with shared weights)"),
+    Name("bert_embeddings", family="bert", reference="reference.bert",
+         signature="bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2) "
+                   "-> nn.Module; forward(input_ids, token_type_ids=None, position_ids=None) -> (B, L, hidden_size)",
+         compared=TOLERANCE + " (as build_model)"),
+    Name("build_inputs", family="bert", reference="reference.bert",
+         signature="build_inputs(tokens_a, tokens_b=None, *, cls_id=101, sep_id=102) -> (input_ids, token_type_ids)",
+         compared="equal (input_ids and token_type_ids)"),
+    Name("make_nsp_pairs", family="bert", reference="reference.bert",
+         signature="make_nsp_pairs(documents, num_pairs, *, generator=None) -> [(sentence_a, sentence_b, label)]",
+         not_compared="random draws, as mask_tokens"),
+)
+
+# ---- the tables derived from the records ---------------------------------------------------------
+
+NAMES: dict[str, Name] = {r.name: r for r in RECORDS}
+
+
+def _features() -> dict[str, str]:
+    """feature -> description, from every record (a feature two records name has one description)."""
+    out: dict[str, str] = {}
+    for r in RECORDS:
+        for feature, what in r.features.items():
+            if out.setdefault(feature, what) != what:
+                raise ValueError(f"feature {feature!r}: {r.name} describes it as {what!r}, "
+                                 f"another record as {out[feature]!r}")
+    return out
+
+
+#: the ``HARNESS_UNSUPPORTED`` features protocol names own (``declarations.FEATURES`` adds the rest)
+FEATURES: dict[str, str] = _features()
+#: name -> the arguments (by position and by keyword) it may write in place (``guard.MUTABLE``)
+MUTABLE: dict[str, frozenset] = {r.name: frozenset({*(r.params.index(w) for w in r.writes), *r.writes})
+                                 for r in RECORDS if r.writes}
+#: the names whose output must be new memory (``guard.NO_ALIAS``)
+NO_ALIAS: frozenset[str] = frozenset(r.name for r in RECORDS if r.new_memory)
+#: the names the consistency section does not compare, and why (``suites/test_consistency.py``)
+NOT_COMPARED: dict[str, str] = {r.name: r.not_compared for r in RECORDS if r.not_compared}
+#: the names it compares, and how (each has a ``Case`` in ``suites/test_consistency.CASES``)
+COMPARED: dict[str, str] = {r.name: r.compared for r in RECORDS if r.compared}
 
 
 def signature_problem(name: str, obj: object) -> str | None:

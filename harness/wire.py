@@ -136,11 +136,3 @@ def loads(data: bytes) -> tuple[object, list[torch.Generator]]:
     gens = list(_rebuilt)
     _rebuilt.clear()
     return obj, gens
-
-
-def cap_output(text: str, keep: int = OUTPUT_KEEP) -> str:
-    """The first and last ``keep`` characters of a call's output, and how much was dropped."""
-    if len(text) <= 2 * keep:
-        return text
-    dropped = len(text) - 2 * keep
-    return f"{text[:keep]}\n[... {dropped:,} characters of output dropped ...]\n{text[-keep:]}"

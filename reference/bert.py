@@ -66,23 +66,28 @@ def build_bert(size: str = "base", add_pooling_layer: bool = True) -> nn.Module:
 
 
 class InputEmbedding(nn.Module):
-    """BertEmbeddings without LayerNorm and dropout: forward = W[ids] + P[positions] + T[segments]."""
+    """BERT's input embedding without LayerNorm and dropout: the sum of three lookups,
+    forward = W[ids] + P[positions] + T[segments] (Hugging Face's BertEmbeddings' tables and names;
+    written in torch here so that building one imports no transformers: a worker's first call
+    stays well inside the per-call limit on a busy machine).
+
+    Shapes: input_ids (B, L) int64; token_type_ids (B, L) or None (segment 0 everywhere);
+    position_ids (B, L), (L,) or None (0 .. L-1); out (B, L, hidden_size).
+    """
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2):
-        from transformers import BertConfig
-        from transformers.models.bert.modeling_bert import BertEmbeddings
-
         super().__init__()
-        cfg = BertConfig(vocab_size=vocab_size, hidden_size=hidden_size, type_vocab_size=type_vocab_size,
-                         max_position_embeddings=max_position_embeddings)
-        self.inner = BertEmbeddings(cfg)
-        self.inner.LayerNorm, self.inner.dropout = nn.Identity(), nn.Identity()
-        self.word_embeddings = self.inner.word_embeddings
-        self.position_embeddings = self.inner.position_embeddings
-        self.token_type_embeddings = self.inner.token_type_embeddings
+        self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=0)  # (BERT's [PAD] = 0)
+        self.position_embeddings = nn.Embedding(max_position_embeddings, hidden_size)
+        self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
 
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
-        return self.inner(input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids)
+        if position_ids is None:
+            position_ids = torch.arange(input_ids.shape[-1], device=input_ids.device)  # (L,)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        words = self.word_embeddings(input_ids)                      # (B, L, hidden)
+        return words + self.token_type_embeddings(token_type_ids) + self.position_embeddings(position_ids)
 
 
 def bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2) -> nn.Module:

@@ -44,14 +44,6 @@ def noise_spans(length: int, noise_density: float, mean_span_length: float, gene
     return spans
 
 
-def noise_mask(length: int, noise_density: float, mean_span_length: float, generator=None) -> torch.Tensor:
-    """(L,) bool, True = corrupted."""
-    mask = torch.zeros(length, dtype=torch.bool)
-    for start, end in noise_spans(length, noise_density, mean_span_length, generator):
-        mask[start:end] = True
-    return mask
-
-
 def span_corruption(tokens, *, sentinel_ids, noise_density=0.15, mean_span_length=3.0, generator=None):
     """(inputs, targets): each span replaced in ``inputs`` by the next sentinel; ``targets`` is each
     sentinel followed by its span (plain lists: a call is a few list operations, not tensor ops)."""

@@ -23,8 +23,10 @@ Thresholds (one row per compared metric):
   baseline of 0 bytes for a memory metric, are "undecided (below resolution)", never compared.
   Undecided rows are counted in the summary and fail the gate only with ``strict`` (``--strict``);
   their values were compared, so a run whose points are all undecided (a busy machine) exits 0, not 2.
-- Machine drift: per (run, suite, device kind, pass) with at least ``DRIFT_MIN_POINTS`` timed pairs the
-  drift ``d`` is the median of the ``time_s`` ratios; time-derived metrics are judged net of it,
+- Machine drift: per (run, suite, device kind, pass) the drift ``d`` is the median of the ``time_s``
+  ratios of the harness's comparison kernels (``_drifts``: at least ``DRIFT_MIN_POINTS`` pairs; else
+  the run's comparison kernels of every suite; the target's own rows only where no comparison kernel
+  was timed, so that a uniformly slower target cannot hide in the drift); time-derived metrics are judged net of it,
   and the drift itself is one row per suite (metric ``time_s:suite_median``), worse when
   ``d > 1 + TIME_FLOOR[device kind]``.
 - CPU memory is also allowed ``MEM_SLACK_CPU`` bytes beyond the relative floor (allocator arenas).
@@ -105,6 +107,34 @@ def drift(pairs: list[tuple[dict, dict]]) -> float | None:
         return None
     mid = len(ratios) // 2
     return ratios[mid] if len(ratios) % 2 else math.sqrt(ratios[mid - 1] * ratios[mid])
+
+
+POOLED = "the run's comparison kernels of other suites"
+
+
+def _drifts(groups: dict) -> tuple[dict, dict]:
+    """The drift of each (run, suite, device, pass) group and what it was measured on.
+
+    The machine is measured on the harness's comparison kernels (role other than "target"), never
+    on the rows being judged: a target made uniformly slower would otherwise move the median it is
+    judged net of, and hide in it. A group with fewer than ``DRIFT_MIN_POINTS`` comparison pairs
+    (the kv_cache suite times only the target) takes the run's comparison pairs of every suite with
+    the same device and pass; only where the run timed no comparison kernel at all does the drift
+    come from every pair of the group (a uniform slowdown then passes as drift: the note says so)."""
+    drifts, sources = {}, {}
+    machine = {g: [(b, c) for b, c in pairs if c["role"] != "target"] for g, pairs in groups.items()}
+    for g, pairs in groups.items():
+        run_id, _, kind, pass_ = g
+        pooled = [pair for h, ps in machine.items() if (h[0], h[2], h[3]) == (run_id, kind, pass_) for pair in ps]
+        for candidates, source in ((machine[g], "the suite's comparison kernels"),
+                                   (pooled, POOLED),
+                                   (pairs, "every point (no comparison kernel timed: a uniform slowdown "
+                                           "of the target reads as drift)")):
+            d = drift(candidates)
+            if d is not None:
+                drifts[g], sources[g] = d, f"{source}, {len(candidates)} pairs"
+                break
+    return drifts, sources
 
 
 def _status_row(base: dict, cur: dict, allow_missing: bool) -> dict | None:
@@ -190,8 +220,10 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
         if base is not None and base["status"] == cur["status"] == "ok":
             # a pass is its own workload (autograd moves memory, the forward computes): each its own drift
             groups.setdefault((run_id, cur["suite"], cur["device"], cur["pass"]), []).append((base, cur))
-    drifts = {g: d for g, pairs in groups.items() if (d := drift(pairs)) is not None}
+    drifts, sources = _drifts(groups)
     for (run_id, suite, kind, pass_), d in drifts.items():
+        if sources[(run_id, suite, kind, pass_)].startswith(POOLED):
+            continue  # (its row is the suite's that measured it; its points' notes give the factor)
         floor = TIME_FLOOR[kind]
         verdict = "regression" if d > 1 + floor else "improvement" if d < 1 / (1 + floor) else "ok"
         machine = groups[(run_id, suite, kind, pass_)][0][1]["machine"]
@@ -203,7 +235,8 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
                      "gated": scope == "all",
                      "note": f"every {what} point {'+' if d >= 1 else ''}{(d - 1) * 100:.1f}% (median; "
                              f"allowed {floor * 100:.0f}% on {kind}): the machine's drift, taken out of "
-                             f"each point's time comparison"})
+                             f"each point's time comparison; measured on "
+                             f"{sources[(run_id, suite, kind, pass_)]}"})
     for (run_id, key), cur in cur_points.items():
         head = {"run_id": run_id, "machine": cur["machine"], "key": key, "suite": cur["suite"],
                 "case": cur["case"], "role": cur["role"], "gated": _in_scope(cur, scope)}

@@ -55,12 +55,12 @@ def relative_spread(metric: str, m: dict) -> float:
 
 
 def tolerance(metric: str, baseline_metrics: dict, device: str = "cpu",
-              current_metrics: dict | None = None) -> float:
+              current_metrics: dict | None = None, suite: str | None = None) -> float:
     spread = relative_spread(metric, baseline_metrics)
     if current_metrics is not None:  # the noisier of the two measurements decides
         spread = max(spread, relative_spread(metric, current_metrics))
     if metric in TIME_DERIVED:
-        return detectable(spread, device)
+        return detectable(spread, device, suite)
     tol = max(FLOOR.get(metric, 0.10), K_SPREAD * spread)
     base = baseline_metrics.get(metric)
     if metric == "peak_mem_bytes" and device_kind(device) == "cpu" and base:
@@ -137,7 +137,7 @@ def metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
             rows.append(no_value(metric, bm[metric]))
             continue
         b, c = bm[metric], cm[metric]
-        tol = tolerance(metric, bm, device, cm)
+        tol = tolerance(metric, bm, device, cm, suite=cur.get("suite"))
         ratio = c / b if b else (1.0 if c == b else math.inf)
         # time-derived metrics are judged net of the suite's drift (time_s: / d; rates: * d)
         net = ratio if metric not in TIME_DERIVED else ratio / d if direction == "lower" else ratio * d

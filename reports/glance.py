@@ -47,11 +47,24 @@ def case_name(case, role=None, impl=None) -> str:
     return case
 
 
+def key_target(key) -> str | None:
+    """The target id a target row's point key names (``suite|case@target|params``), else None."""
+    parts = str(key).split("|")
+    return parts[1].split("@", 1)[1] if len(parts) > 1 and "@" in parts[1] else None
+
+
 def named_cases(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with each ``target.X`` case of role "target" under the target's own name."""
-    if not {"case", "role", "impl"} <= set(table.columns) or table.empty:
+    """``table`` with each ``target.X`` case of role "target" under the target's own name (from its
+    ``impl`` column, else from its point ``key``: a baseline comparison's rows)."""
+    if not {"case", "role"} <= set(table.columns) or table.empty:
         return table
-    names = [case_name(c, r, i) for c, r, i in zip(table["case"], table["role"], table["impl"])]
+    if "impl" in table.columns:
+        impls = table["impl"]
+    elif "key" in table.columns:
+        impls = table["key"].map(key_target)
+    else:
+        return table
+    names = [case_name(c, r, i) for c, r, i in zip(table["case"], table["role"], impls)]
     return table.assign(case=names)
 
 

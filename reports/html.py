@@ -1,6 +1,13 @@
 """One self-contained HTML page: plots as base64 PNG data URIs, tables as HTML, inline CSS, no external
-assets. Order: summary, regressions (when any), environment, conformance, one section per suite (plots,
-the narrow summary table and its skipped points counted by reason), baseline comparison.
+assets. A reader sees the verdict and the plots first, the detail on request, the environment last:
+1. the verdict: the gate's banner and its regressions (with a baseline), each run's conformance
+   counts per target, the points per suite and status;
+2. one section per suite: its plots, then its narrow per-point table (and the skipped points
+   counted by reason) folded in a ``<details>``;
+3. each run's conformance table, folded;
+4. the baseline comparison: counts, the rows that moved, the unchanged ones folded;
+5. the environment.
+Target rows read under the target's name (``my_attn.py (sdpa)``, ``reports.glance``) in every table.
 
 A tiny inline script records, after load, how many ``<img>`` decoded and are visible:
 ``<body data-images-loaded="k" data-images-total="n">`` (read by tests/test_html_render.py via
@@ -16,8 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.conformance_table import KINDS, RARE_KINDS
 from harness.gate_rule import verdict_kind
-from reports.glance import common_text, narrow
+from reports.glance import common_text, named_cases, narrow
 
 CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;
@@ -80,16 +88,47 @@ def img_html(path: Path, title: str) -> str:
             f"<figcaption>{_esc(title)}</figcaption></figure>")
 
 
+def folded(summary: str, parts: list[str], open_: bool = False) -> str:
+    """``parts`` inside a ``<details>`` whose ``<summary>`` reads ``summary`` (closed unless ``open_``)."""
+    return (f"<details{' open' if open_ else ''}><summary>{_esc(summary)}</summary>\n" + "\n".join(parts) +
+            "\n</details>")
+
+
 def suite_html(suite: str, table: pd.DataFrame) -> list[str]:
-    """A suite's narrow table (``reports.glance``): the values common to every row in one line,
-    the rows, and the skipped points as one count per reason (never one row each)."""
+    """A suite's narrow table (``reports.glance``), folded: the values common to every row in one
+    line, the rows, and the skipped points as one count per reason (never one row each)."""
     g = narrow(table, suite)
     parts = [f"<p class='meta'>{_esc(common_text(g.common))}</p>"] if g.common else []
     parts.append(table_html(g.table))
     if len(g.skipped):
         parts += [f"<p class='meta'>skipped: {int(g.skipped['points'].sum())} point(s), by reason</p>",
                   table_html(g.skipped)]
-    return parts
+    return [folded(f"{len(g.table)} point(s): the table", parts)]
+
+
+def _kind(text) -> str:
+    """The kind of a conformance cell's text (``harness.conformance_table.KINDS``)."""
+    text = "" if pd.isna(text) else str(text)
+    first = re.split(r"[ :;(]", text, maxsplit=1)[0]
+    if first in ("pass", "convention") and ";" in text:
+        return "partial"
+    return first if first in KINDS else "skipped"
+
+
+def conformance_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per target of a conformance table (property x target): how many cells of each kind."""
+    rows = []
+    for target in table.columns:
+        counts = table[target].map(_kind).value_counts()
+        rows.append({"target": target, **{k: int(counts.get(k, 0)) for k in KINDS
+                                          if k not in RARE_KINDS or counts.get(k, 0)}})
+    return pd.DataFrame(rows).fillna(0)
+
+
+def comparison_view(table: pd.DataFrame) -> pd.DataFrame:
+    """A comparison table as a person reads it: the target's rows under the target's name (its point
+    key names it), no direction column."""
+    return named_cases(table.drop(columns=["direction"], errors="ignore"))
 
 
 def env_table(runs) -> pd.DataFrame:
@@ -110,31 +149,40 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
     parts = [f"<h1>{_esc(title)}</h1>",
              f"<p class='meta'>generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} from "
              f"{', '.join(_esc(r.run_id) + ' (' + _esc(r.machine) + ')' for r in runs)}</p>"]
+    # 1. the verdict
     if comparison is not None:
         regs = comparison[comparison["verdict"] == "regression"]
         if len(regs):
             parts += [f"<div class='banner bad'>{len(regs)} regression(s) against the baseline "
                       f"{_esc(baseline)}</div>", "<h2 id='regressions'>Regressions</h2>",
-                      table_html(regs.drop(columns=["direction"]))]
+                      table_html(comparison_view(regs))]
         else:
             parts.append(f"<div class='banner good'>No regression against the baseline "
                          f"{_esc(baseline)}.</div>")
     pts = df.drop_duplicates(["run_id", "key"])
     status = pts.groupby(["suite", "status"]).size().unstack(fill_value=0).reset_index()
     status.columns.name = None
-    parts += ["<h2 id='summary'>Summary</h2>", f"<p>{len(pts)} points in {len(runs)} run(s).</p>",
-              table_html(status)]
-    parts += ["<h2 id='environment'>Environment</h2>", table_html(env_table(runs))]
+    parts += ["<h2 id='summary'>Summary</h2>"]
     for run in runs:
         if run.conformance is not None:
-            parts += [f"<h2 id='conformance-{_esc(run.run_id)}'>Conformance ({_esc(run.run_id)})</h2>",
-                      table_html(run.conformance.reset_index().rename(columns={"index": "property"}))]
+            parts += [f"<p>Conformance ({_esc(run.run_id)}): {len(run.conformance)} properties, per target:</p>",
+                      table_html(conformance_counts(run.conformance))]
+    parts += [f"<p>{len(pts)} points in {len(runs)} run(s).</p>", table_html(status)]
+    # 2. the plots, each suite's per-point table folded below them
     sections = list(dict.fromkeys(list(tables) + [p.section for p in plots]))
     for suite in sections:
         parts.append(f"<h2 id='suite-{_esc(suite)}'>{_esc(suite)}</h2>")
         parts += [img_html(p.path, p.title) for p in plots if p.section == suite]
         if suite in tables:
             parts += suite_html(suite, tables[suite])
+    # 3. the conformance tables, folded
+    for run in runs:
+        if run.conformance is not None:
+            table = run.conformance.reset_index().rename(columns={"index": "property"})
+            parts += [f"<h2 id='conformance-{_esc(run.run_id)}'>Conformance ({_esc(run.run_id)})</h2>",
+                      folded(f"{len(table)} properties x {len(run.conformance.columns)} target(s): the table",
+                             [table_html(table)])]
+    # 4. the baseline comparison
     if comparison is not None:
         counts = comparison["verdict"].map(verdict_kind).value_counts().rename_axis("verdict").reset_index(name="rows")
         notable = comparison[comparison["verdict"] != "ok"]
@@ -144,9 +192,10 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
                   "relative spread of the noisier run): the slowdown the point can detect; undecided: "
                   "too noisy for the gate's stated slowdown, or memory below the probe's resolution "
                   "(fails the gate only with --strict).</p>", table_html(counts),
-                  table_html(notable.drop(columns=["direction"])),
-                  f"<details><summary>{len(steady)} unchanged (within the noise)</summary>"
-                  f"{table_html(steady.drop(columns=['direction']))}</details>"]
+                  table_html(comparison_view(notable)),
+                  folded(f"{len(steady)} unchanged (within the noise)", [table_html(comparison_view(steady))])]
+    # 5. the environment, last
+    parts += ["<h2 id='environment'>Environment</h2>", table_html(env_table(runs))]
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
             f"<style>{CSS}</style></head>\n<body>\n{body}\n<script>{SCRIPT}</script>\n</body></html>\n")

@@ -47,9 +47,10 @@ def summary_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """For Markdown/HTML: no telemetry columns, no all-empty columns, no single-value run columns;
-    a peak below the memory probe's resolution in words (``reports.glance.below_resolution_text``)."""
-    from reports.glance import below_resolution_text
-    table = below_resolution_text(table)
+    a peak below the memory probe's resolution in words (``reports.glance.below_resolution_text``);
+    a target's case under the target's name (``reports.glance.named_cases``)."""
+    from reports.glance import below_resolution_text, named_cases
+    table = below_resolution_text(named_cases(table))
     keep = [c for c in table.columns if not str(c).startswith("telemetry.")
             and (table[c].notna().any() or c in ("status",))]
     out = table[keep]

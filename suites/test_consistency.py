@@ -26,7 +26,7 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness import protocol, tolerance
 from suites.attention.configs import attn_configs, window_configs
 from suites import _consistency_models as models
 from suites import _consistency_varlen as varlen
@@ -253,6 +253,7 @@ def _kv_judge(cfg, label, args, kwargs, out_dtype):
     return _cpu, _policy(truth, naive, args[0].dtype)
 
 
+#: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "scaled_dot_product_attention": Case(attn_configs(), _sdpa_calls, _sdpa_judge),
     "sliding_window_attention": Case(window_configs(), _window_calls, _window_judge),
@@ -274,19 +275,9 @@ CASES: dict[str, Case] = {
         cfg.vocab_size, cfg.hidden_size, cfg.max_positions)), models.judge("bert_embeddings"), invoke=models.invoke),
 }
 
-#: the shared names with no differential check, and why (the consistency section says so)
-NOT_COMPARED = {
-    "mask_tokens": "random draws: two correct targets draw differently (their statistics are each target's suites')",
-    "span_corruption": "random draws, as mask_tokens",
-    "make_nsp_pairs": "random draws, as mask_tokens",
-    "LearnedPositionEmbedding": "a learned table initialised at random",
-    "build_bert": "BERT-base and -large: too large to copy between targets here (build_model and bert_embeddings "
-                  "compare two backends of one model with shared weights)",
-    "residual_block": "a freshly initialised norm and the harness's sublayer: placement is norm_placement's",
-    "RotaryEmbedding": "the stateful form: apply_rotary_embedding is compared; call sequences are rope_module's",
-    "AlibiPositionalBias": "the cached form: alibi_bias is compared; call sequences are alibi_module's",
-    "T5RelativePositionBias": "the module form: t5_relative_position_bias is compared",
-}
+#: the shared names with no differential check, and why (the consistency section says so): each
+#: record's ``not_compared`` (harness/protocol.py); ``CASES`` holds exactly the records' ``compared``
+NOT_COMPARED = protocol.NOT_COMPARED
 
 
 def sharing(targets, name: str) -> list:

@@ -96,26 +96,36 @@ def nsp_once(target, cfg):
 # -- positions -----------------------------------------------------------------------------------
 
 def check_apply_rotary_embedding(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by ``rope.agreement``
+    (mostly contiguous positions from offset 0 or a small offset)."""
     replay(target, cfg, rope.check_agreement)
 
 
 def check_sinusoidal_position_embedding(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by the whole table
+    against the float64 formula (in the measured layout)."""
     replay(target, cfg, sinusoidal_table)
 
 
 def check_alibi_slopes(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by ``alibi.slopes``."""
     replay(target, cfg, alibi.check_slopes)
 
 
 def check_alibi_bias(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``alibi.end_alignment``."""
     replay(target, cfg, alibi.check_end_alignment)
 
 
 def check_t5_relative_position_bucket(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``t5_bucket.mesh_tf``."""
     replay(target, cfg, t5_bucket.check_mesh_tf)
 
 
 def check_t5_relative_position_bias(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by ``t5_bias.lookup``."""
     replay(target, cfg, t5_bias.check_lookup)
 
 
@@ -169,18 +179,25 @@ def test_t5_relative_position_bias(target, cfg):
 # -- attention, KV cache, norms --------------------------------------------------------------------
 
 def check_scaled_dot_product_attention(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``attention.agreement``."""
     replay(target, cfg, attention.check_agreement)
 
 
 def check_sliding_window_attention(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``sliding_window.window_agreement``."""
     replay(target, cfg, sliding_window.check_window_agreement)
 
 
 def check_attention_with_kvcache(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by ``kvcache.decode``."""
     replay(target, cfg, kvcache.check_decode)
 
 
 def check_residual_block(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``norm_placement.placement``."""
     replay(target, cfg, norm_placement.check_placement)
 
 
@@ -193,7 +210,7 @@ def test_scaled_dot_product_attention(target, cfg):
 
 @pytest.mark.needs("sliding_window_attention")
 @examples()
-@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype")))
+@given(cfg=histories("sliding_window_attention", window_configs(), keep=("window", "dtype"), vary=("window",)))
 def test_sliding_window_attention(target, cfg):
     run(target, check_sliding_window_attention, cfg)
 
@@ -216,26 +233,38 @@ def test_residual_block(target, cfg):
 # -- BERT-family objectives and inputs --------------------------------------------------------------
 
 def check_distillation_loss(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``distillation.agreement``."""
     replay(target, cfg, distillation.check_agreement)
 
 
 def check_build_inputs(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``models.special_placement``."""
     replay(target, cfg, models.check_special_placement)
 
 
 def check_bert_embeddings(target, cfg):
+    """Each call of the history (a first call, 1-3 others, the first again) is judged by
+    ``models.embedding_sum``."""
     replay(target, cfg, models.check_embedding_sum)
 
 
 def check_mask_tokens(target, cfg):
+    """A sampler: the repeat of the first call after 1-3 others (same generator seed) equals what the first
+    call gave, exactly."""
     replay_same(target, cfg, mask_once)
 
 
 def check_span_corruption(target, cfg):
+    """A sampler: the repeat of the first call after 1-3 others (same generator seed) equals what the first
+    call gave, exactly."""
     replay_same(target, cfg, span_once)
 
 
 def check_make_nsp_pairs(target, cfg):
+    """A sampler: the repeat of the first call after 1-3 others (same generator seed) equals what the first
+    call gave, exactly (256 pairs)."""
     replay_same(target, cfg, nsp_once)
 
 

@@ -10,6 +10,7 @@ import torch
 
 from harness.bench import Context, profiles
 from harness.bench import memory
+from harness.bench.kv_cache import TIME_RUNS
 from harness.bench.points import NonFinite, Point, PointRunner, check_finite, is_oom
 from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_jsonl
 from harness.cli import main as cli_main
@@ -112,7 +113,10 @@ def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
         m, p = r["metrics"], r["params"]
         assert m["cache_bytes"] == m["cache_formula_bytes"]
         assert m["tokens_per_s"] > 0
-        assert m["repeats"] == p["new_tokens"] * m["peak_mem_repeats"]  # every run's steps timed
+        # every run timed (the memory repeats, then timing-only runs up to TIME_RUNS); the spread
+        # and the stored samples are over runs, not over one run's steps (issue 25)
+        assert m["repeats"] == max(m["peak_mem_repeats"], TIME_RUNS) == len(m["time_samples_s"])
+        assert m["time_s"] > 0 and 0 <= m["time_iqr_s"] <= max(m["time_samples_s"]) - min(m["time_samples_s"])
         # the decoded logits equal one full forward (tolerance policy)
         assert m["decode_parity"] and m["decode_max_abs_error"] <= m["decode_allowed_error"], m
         if r["case"] != "rolling_window":

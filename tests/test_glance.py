@@ -199,3 +199,48 @@ def test_legend_words_for_values():
     assert _label(row, ["case", "causal", "window"]) == "lstm, window 8"
     row = pd.Series({"case": "target.sdpa", "role": "target", "impl": "pkg/mine.py", "causal": True})
     assert _label(row, ["case", "causal"]) == "mine.py (sdpa), causal"
+
+
+def test_comparison_rows_name_the_target_from_their_key(tmp_path):
+    """A baseline comparison has no impl column: its target rows are named from the point key, in
+    the Markdown (comparison.md, regressions.md) as in the HTML; the CSV keeps the case id."""
+    from reports import glance, tables
+    table = pd.DataFrame({"key": ['scaling|target.sdpa@my_attn.py|{"n":64}', 'scaling|reference.naive|{"n":64}',
+                                  "scaling|*|time_s:suite_median"],
+                          "case": ["target.sdpa", "reference.naive", "*"], "role": ["target", "comparison", ""],
+                          "metric": ["time_s"] * 3, "verdict": ["regression", "ok", "ok"]})
+    assert glance.named_cases(table)["case"].tolist() == ["my_attn.py (sdpa)", "reference.naive", "*"]
+    tables.write_frame(table, tmp_path, "comparison", ["csv", "md"])
+    assert "my_attn.py (sdpa)" in (tmp_path / "comparison.md").read_text()
+    assert pd.read_csv(tmp_path / "comparison.csv")["case"].tolist()[0] == "target.sdpa"
+
+
+def test_a_target_without_its_own_version_shows_its_distributions_or_its_checkouts(tmp_path):
+    """The header and conformance.md print a real version where one is known: the module's own, its
+    distribution's (package metadata), or ``git describe`` of the checkout holding its file; else
+    nothing (never "unversioned")."""
+    import shutil
+    import subprocess
+
+    from harness import versions
+    assert versions.label(SimpleNamespace(spec="pkg", file="/x/pkg.py", version="1.2")) == " (version 1.2)"
+    reference = SimpleNamespace(spec="reference", file=str(Path(__file__).parents[1] / "reference" / "__init__.py"),
+                                version=None)
+    assert versions.label(reference).startswith((" (version ", " (git ")), versions.label(reference)
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "mine.py").write_text("X = 1\n")
+    assert versions.label(SimpleNamespace(spec=str(loose / "mine.py"), file=str(loose / "mine.py"),
+                                          version=None)) == ""
+    if shutil.which("git") is None:
+        return
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "kernel.py").write_text("X = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    for args in (["init", "-q"], ["add", "kernel.py"], ["commit", "-qm", "one"], ["tag", "v0.3"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    target = SimpleNamespace(spec=str(repo / "kernel.py"), file=str(repo / "kernel.py"), version=None)
+    assert versions.label(target) == " (git v0.3)"
+    conformance.write_conformance(_rows(), tmp_path / "out", targets=[target])
+    assert f"- `{target.spec}`: {target.file} (git v0.3)\n" in (tmp_path / "out" / "conformance.md").read_text()

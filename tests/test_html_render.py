@@ -60,7 +60,18 @@ def test_page_is_self_contained(page):
     text = page.read_text()
     assert not re.search(r"""(src|href)\s*=\s*['"](?!data:|#)""", text), "external asset referenced"
     assert text.count("data:image/png;base64,") >= 5
-    assert text.index("id='regressions'") < text.index("id='environment'") < text.index("id='comparison'")
+    # the verdict and the plots first, the per-point and conformance tables folded, the environment last
+    order = [text.index(f"id='{i}'") for i in ("regressions", "summary", "suite-scaling", "conformance-run",
+                                                 "comparison", "environment")]
+    assert order == sorted(order), order
+    scaling = text.split("id='suite-scaling'")[1].split("<h2")[0]
+    assert "<img" in scaling and scaling.index("<img") < scaling.index("<details>")
+    assert not any("<img" in fold for fold in re.findall(r"<details.*?</details>", text, re.S)), "a plot is folded"
+    conformance = text.split("id='conformance-run'")[1].split("<h2")[0]
+    assert "<details>" in conformance and "<table" in conformance.split("</details>")[0]
+    # a target's rows under the target's name in the comparison tables too, never target.sdpa
+    regressions = text.split("id='regressions'")[1].split("<h2")[0]
+    assert "<td>reference (sliding_window)</td>" in regressions and "<td>target." not in text
     for heading in ("Conformance (run)", "scaling", "kv_cache", "finetune", "receptive_field"):
         assert heading in text
 

@@ -16,8 +16,11 @@ Measured:
   match                cache_bytes == cache_formula_bytes, exactly
   cache_ratio_vs_mha   cache_bytes / mha's cache_bytes, and head_ratio = kv_heads / H
                        (ratio_match: equal, compared exactly in integers)
-  tokens_per_s         batch * N / total decode time; time_s = median per decode step, both over
-                       the steps of every run (the memory repeats decode the same tokens again)
+  tokens_per_s         batch * N / total decode time over the steps of every run (the memory
+                       repeats decode the same tokens again; at least ``TIME_RUNS`` runs)
+  time_s               the median over runs of a run's mean decode step; time_iqr_s and
+                       time_samples_s are over the runs (the repeat-to-repeat spread the gate
+                       reads); step_time_median_s the median single step
   peak_mem_bytes       the device's peak during prefill + decode, the median of up to the
                        profile's ``mem_repeats`` runs, with min/max (harness.bench.memory)
 
@@ -48,8 +51,11 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.memory import peak_memory_repeated
 from harness.bench.points import Point, Skip, check_finite
-from harness.bench.timer import MAX_STORED_SAMPLES, synchronize
+from harness.bench.timer import synchronize
 from harness.bench.models import registry
+
+#: timed decode runs per point at least (the memory repeats count): the spread is over runs
+TIME_RUNS = 5
 
 SUITE = "kv_cache"
 #: every case decodes on the target's SDPA: all are the target's (role "target")
@@ -102,15 +108,17 @@ def decode_run(case: str, p: dict, device: str, sdpa, mem_repeats: int = 1,
     runs in the target's worker (``Context.on_target``), so steps are timed and memory is
     measured where the target's code runs. Returns plain data."""
     model = _model(case, p, device, sdpa)
-    steps: list[float] = []  # every run's decode steps: one run is ~50 ms, one load burst
+    runs: list[list[float]] = []  # each run's decode steps: one run is ~50 ms, one load burst
 
     def run() -> dict:
         out = generate(model, p, device)
-        steps.extend(out["steps"])
+        runs.append(out["steps"])
         out.pop("cache")
         return out
     res, mem = peak_memory_repeated(run, device, mem_repeats, mem_budget_s)
-    return {**res, "steps": steps, "mem": mem, "model_bytes": sum(t.nbytes for t in model.parameters()),
+    while len(runs) < TIME_RUNS:  # (CUDA measures memory in one run; the timing needs repeats)
+        run()
+    return {**res, "runs": runs, "mem": mem, "model_bytes": sum(t.nbytes for t in model.parameters()),
             "attn_implementation": model.config._attn_implementation}
 
 
@@ -184,19 +192,24 @@ def measure(ctx: Context, case: str, p: dict) -> dict:
     sdpa = ctx.require("scaled_dot_product_attention")  # Skip without it: never torch's instead
     res = ctx.on_target(decode_run, case, p, ctx.device, sdpa, getattr(ctx.profile, "mem_repeats", 1),
                         getattr(ctx.profile, "mem_budget_s", None))
-    steps, mem = res["steps"], res["mem"]
+    runs, mem = res["runs"], res["mem"]
+    steps = [t for r in runs for t in r]
+    # the repeat-to-repeat spread is over whole runs (a run's mean step): the steps of one run
+    # differ by design (the cache grows from P to P + N tokens), so their IQR is the workload's
+    # shape, not noise (issue 25: it read 28-89 % on a quiet machine and left every point undecided)
+    per_run = [sum(r) / len(r) for r in runs]
     itemsize = torch.empty(0, dtype=getattr(torch, p["dtype"])).element_size()
     total = p["prompt"] + p["new_tokens"]
     seq = min(total, p["window"] - 1) if case == "rolling_window" else total
     formula = cache_formula(p["layers"], p["kv_heads"], p["head_dim"], seq, p["batch"], itemsize)
-    q1, _, q3 = statistics.quantiles(steps, n=4, method="inclusive") if len(steps) > 1 else (steps[0],) * 3
+    q1, _, q3 = statistics.quantiles(per_run, n=4, method="inclusive") if len(per_run) > 1 else (per_run[0],) * 3
     parity = decode_parity(case, p, res["fed"], res["logits"])
     m = {"cache_bytes": res["cache_bytes"], "cache_formula_bytes": formula,
          "match": res["cache_bytes"] == formula, "cached_seq": res["cached_seq"],
          "cache_seq_formula": seq, "cache_storage_bytes": res["cache_storage_bytes"],
          "cache_bytes_max": res["cache_bytes_max"],
-         "time_s": statistics.median(steps), "time_iqr_s": q3 - q1, "time_min_s": min(steps),
-         "repeats": len(steps), "time_samples_s": steps if len(steps) <= MAX_STORED_SAMPLES else None,
+         "time_s": statistics.median(per_run), "time_iqr_s": q3 - q1, "time_min_s": min(per_run),
+         "repeats": len(per_run), "time_samples_s": per_run, "step_time_median_s": statistics.median(steps),
          "tokens_per_s": p["batch"] * len(steps) / sum(steps),
          **mem,
          "model_bytes": res["model_bytes"], "attn_implementation": res["attn_implementation"], **parity}

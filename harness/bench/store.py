@@ -57,7 +57,7 @@ def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params:
     return {"key": point_key(suite, case, params, role, impl), "run_id": run_id, "suite": suite,
             "case": case, "role": role, "impl": impl, "device": device, "params": params,
             "status": status, "reason": reason if status != "ok" else None,
-            "metrics": _clean({**(metrics or {}), **time_detectable_metrics(metrics or {}, device)}),
+            "metrics": _clean({**(metrics or {}), **time_detectable_metrics(metrics or {}, device, suite)}),
             "telemetry": _clean(telemetry), "time_utc": now_utc()}
 
 

@@ -33,7 +33,8 @@ def check_agreement(target, cfg):
 
 
 def check_convex_combination(target, cfg):
-    """Each output row is a convex combination of the values: per dim within their min/max."""
+    """Each output row is a convex combination of the values (softmax rows sum to 1): per dim within their
+    min/max."""
     q, k, v = cfg.qkv(target.device, std=3.0)
     out = call_sdpa(target, cfg, q, k, v).double().cpu()
     vv = v.double().cpu().repeat_interleave(cfg.group, dim=-3)  # (..., Hq, S, Ev)
@@ -70,7 +71,7 @@ def check_scale(target, cfg):
 
 
 def check_numerical_range(target, cfg):
-    """Scores in the hundreds give finite, correct results (a stable softmax subtracts the row max)."""
+    """Scores of +-300 give finite, correct results (a stable softmax subtracts the row max)."""
     q, k, v = cfg.qkv(target.device)
     qn = q.double() / q.double().norm(dim=-1, keepdim=True).clamp_min(1e-6)
     kn = k.double() / k.double().norm(dim=-1, keepdim=True).clamp_min(1e-6)
@@ -135,8 +136,10 @@ def layouts(cfg, q, k, v):
 
 
 def check_layouts(target, cfg):
-    """Strided inputs -- (B, L, H, E) memory, fused-QKV slices, wide-row slices, and K/V expanded
-    with stride 0 for MQA -- give the contiguous inputs' output; the output is new memory."""
+    """Inputs as models pass them -- (B, L, H, E) memory viewed as (B, H, L, E), slices of a fused QKV
+    projection, last-dim-contiguous slices of wider rows, and K/V expanded with stride 0 (MQA) -- give the
+    contiguous inputs' output; the output is new memory (every SDPA and sliding-window call also fails an
+    output that shares an input's memory)."""
     q, k, v = cfg.qkv(target.device)
     out = call_sdpa(target, cfg, q, k, v)
     for name, q2, k2, v2 in layouts(cfg, q, k, v):
@@ -151,8 +154,9 @@ def check_layouts(target, cfg):
 
 
 def check_autocast(target, cfg):
-    """Called with float32 inputs inside torch.autocast(dtype = the config's half dtype), as
-    training code does: the output (either dtype) meets the half-precision tolerance."""
+    """Called with float32 inputs inside torch.autocast(dtype = the config's half dtype: bfloat16 on CPU,
+    float16/bfloat16 on CUDA), as training code calls a kernel: the output (either dtype) meets the
+    half-precision tolerance."""
     q, k, v = (t.float() for t in cfg.qkv(target.device))
     out = expect_floating(call_under_autocast(target, SDPA, cfg.dtype, q, k, v), SDPA, cfg.out_shape())
     device_type = torch.device(target.device).type

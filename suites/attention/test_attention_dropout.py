@@ -77,9 +77,9 @@ def dropped_call(target, cfg):
 
 
 def check_dropout_keep_rate(target, cfg):
-    """The fraction of attention weights kept is 1 - p (a Hoeffding bound at ALPHA = 1e-6 / 30 per
-    example, 1e-6 per run). With N >= 1024 weights the radius is <= 0.094: p ignored (rate 1) or a
-    rate off by 0.1 fails."""
+    """With dropout_p = p the fraction of attention weights kept is 1 - p (a Hoeffding bound at ALPHA = 1e-6 /
+    30 per example: false failure < 1e-6 per run). With N >= 1024 weights the radius is <= 0.094: p ignored
+    (rate 1) or a rate off by 0.1 fails."""
     mask = keep_mask(dropped_call(target, cfg), cfg)
     n = mask.numel()
     rate = float(mask.double().mean())
@@ -126,7 +126,7 @@ def _distinct(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
 
 
 def check_dropout_fresh_masks(target, cfg):
-    """Masks differ across calls, batch items, heads and query rows (bound in the module doc)."""
+    """Masks differ across calls, batch items, heads and query rows (bound < 1e-40, in the module doc)."""
     first, second = (keep_mask(dropped_call(target, cfg), cfg) for _ in range(2))
     _distinct(first, second, "two calls")
     flat = first.reshape(-1, cfg.hq, cfg.L, cfg.S)

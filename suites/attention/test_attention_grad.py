@@ -65,7 +65,8 @@ def agree(grads, q, k, v, g, what: str, **kw) -> None:
 
 
 def check_agreement(target, cfg):
-    """dq, dk, dv with the default scale 1/sqrt(E) equal float64 autograd of the reference."""
+    """dq, dk, dv with the default scale 1/sqrt(E) equal float64 autograd of the reference (small configs and
+    past the 64/128 tiles, E up to 160, half precision)."""
     q, k, v, g = qkv_and_upstream(target, cfg)
     agree(sdpa_grads(target, q, k, v, g), q, k, v, g, "(default scale)")
 
@@ -79,9 +80,9 @@ def check_scale(target, cfg):
 
 
 def check_value_shift(target, cfg):
-    """Adding one vector c to every value row shifts each output row by c (softmax rows sum to 1),
-    so dq and dk do not change: the backward's row-sum term rowsum(P * dP) cancels c exactly.
-    Compared with float64 autograd at V + c (the same truth as at V, up to V's rounding)."""
+    """Adding one vector c to every value row shifts each output row by c (softmax rows sum to 1), so dq and
+    dk do not change: the backward's row-sum term rowsum(P * dP) cancels c exactly (the sum over keys of dS
+    is 0). Compared with float64 autograd at V + c (the same truth as at V, up to V's rounding)."""
     q, k, v, g = qkv_and_upstream(target, cfg)
     c = (torch.rand(cfg.Ev, generator=cfg.generator(salt=3)) * 8 - 4).to(v.dtype).to(v.device)
     v2 = v + c
@@ -183,13 +184,14 @@ def tiny_configs(draw) -> AttnConfig:
 
 
 def check_gradcheck(target, cfg):
-    """``torch.autograd.gradcheck`` in float64 on tiny shapes (plain, is_causal, a boolean mask or
-    scale=0.3, drawn per example): the Jacobian of dq, dk, dv that the backward gives equals central
-    differences of the target's forward, elementwise within 1e-8 + 1e-6 x |numerical| (far tighter
-    than the same-dtype tolerance: a backward 3e-6 off in relative terms fails here). The causal
-    variant runs with L <= S (L and S swapped, as ``check_causal`` does): with L > S a bottom-right
-    kernel's first queries see no key, and their NaN rows (a named ``fully_masked_rows``
-    convention) are not the backward's business."""
+    """``torch.autograd.gradcheck`` in float64 on tiny shapes (B=1, H=2, L and S in 3..5, E=4; plain,
+    is_causal, a boolean mask or scale=0.3, drawn per example): the Jacobian of dq, dk, dv that the
+    backward gives equals central differences of the target's forward, elementwise within 1e-8 + 1e-6 x
+    |numerical| (far tighter than the same-dtype tolerance: a backward 3e-6 off in relative terms fails
+    here), and a failure names the worst element. The causal variant runs with L <= S (L and S swapped, as
+    ``attention_grad.causal`` does): with L > S a bottom-right kernel's first queries see no key, and their
+    NaN rows (a named ``fully_masked_rows`` convention) are not the backward's business. ``unsupported
+    (declared: ...)`` for a target without float64."""
     variant = ("plain", "is_causal", "bool_mask", "scale")[int(torch.randint(4, (1,), generator=cfg.generator(6)))]
     kw = {"enable_gqa": cfg.gqa}
     if variant == "is_causal":

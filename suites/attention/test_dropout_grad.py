@@ -50,8 +50,10 @@ def probe_call(target, cfg: DropoutConfig):
 
 
 def check_dropout_mask(target, cfg):
-    """The backward drops exactly the weights the forward dropped (read from the same call): it
-    reuses the forward's keep mask (saved, or regenerated from the same RNG state), never a fresh one."""
+    """The backward drops exactly the weights the forward dropped: it reuses the forward's keep mask (saved,
+    or regenerated from the same RNG state), never a fresh one. One call under a seed with the dropout
+    probe (Q = K = 0, V = S * [I | 1 | 0]) and the identity upstream dO = [I | 0], so S * dV^T reads the
+    weights the backward used beside the forward's keep mask in the output (a fresh mask fails)."""
     out, back = probe_call(target, cfg)
     forward, backward = keep_mask(out, cfg), back.nan_to_num(0.0) > 0.5
     differ = forward != backward
@@ -66,8 +68,9 @@ def check_dropout_mask(target, cfg):
 
 
 def check_dropout_scaling(target, cfg):
-    """The backward rescales the kept weights by 1/(1 - p) as the forward does: S * dV^T equals the
-    forward's rescaled keep mask D / (1 - p) under the tolerance policy."""
+    """In that call the backward rescales the kept weights by 1/(1 - p) as the forward does, and its dropped
+    ones are 0: S * dV^T equals the forward's rescaled keep mask D / (1 - p) under the tolerance policy (a
+    backward without the rescale fails)."""
     out, back = probe_call(target, cfg)
     mask = keep_mask(out, cfg)
     p, dt = cfg.dropout_p, cfg.torch_dtype

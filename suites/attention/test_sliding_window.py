@@ -84,7 +84,8 @@ def check_window_agreement(target, cfg):
 
 
 def check_outside_window(target, cfg):
-    """Keys outside every query's window, even at +-1e4, have no influence; an explicit scale is honoured."""
+    """Keys outside every query's window, even at +-1e4, have no influence (raw scores capped at a quarter of
+    the dtype's max, so float16 tests the mask, not an overflow); an explicit scale is honoured."""
     extent = _declared_extent(target)
     vis = window_mask(cfg.L, cfg.S, cfg.window, extent)
     outside = ~vis.any(dim=0)  # keys no query sees

@@ -49,8 +49,9 @@ def check_agreement(target, cfg):
 
 
 def check_isolation(target, cfg):
-    """Rewriting every other sequence (its queries, keys and values to +-1e4) changes no output row
-    of the sequences left alone: no query sees another sequence's keys, no tile mixes rows."""
+    """Rewriting every other sequence (its queries, keys and values to +-1e4; float16 queries and keys
+    shrunk so no raw score passes a quarter of its max) changes no output row of the sequences left
+    alone: no query sees another sequence's keys, no tile mixes rows."""
     q, k, v = cfg.qkv(target.device)
     B = len(cfg.q_lens)
     kept = {b for b in range(B) if b % 2 == cfg.seed % 2}
@@ -115,7 +116,8 @@ def check_gqa(target, cfg):
 def check_window(target, cfg):
     """A window w per sequence, positions bottom-right in each: query i sees keys j with
     position - w < j (and j <= position, causal). The extent is measured (w, or w+1 named: the
-    ``window_extent`` convention, as ``attention_with_kvcache``'s rolling window)."""
+    ``window_extent`` convention, as ``attention_with_kvcache``'s rolling window). A target may declare
+    ``varlen_window`` unsupported."""
     declared = target.conventions.get("window_extent", KNOWN["window_extent"].default)
     q, k, v, out = _out(target, cfg)
     what = f"{vh.describe(cfg)}: against the window per sequence"
@@ -133,14 +135,14 @@ def check_window(target, cfg):
 
 def check_softcap(target, cfg):
     """softcap: the scaled scores become softcap * tanh(scores / softcap) before the mask
-    (Gemma 2); with small caps most scores are capped."""
+    (Gemma 2); caps 0.5 ... 30, so most scores are capped. A target may declare ``softcap`` unsupported."""
     q, k, v, out = _out(target, cfg)
     vh.agree(out, cfg, q, k, v, f"{vh.describe(cfg)}, softcap {cfg.softcap}")
 
 
 def check_sinks(target, cfg):
     """sinks (Hq,): one logit per QUERY head (GQA drawn too) in each row's softmax denominator, no
-    value (gpt-oss)."""
+    value (gpt-oss); drawn N(0, 2^2). A target may declare ``sinks`` unsupported."""
     q, k, v, out = _out(target, cfg)
     vh.agree(out, cfg, q, k, v, f"{vh.describe(cfg)}, sinks {cfg.sink_logits().tolist()[:4]}...")
 

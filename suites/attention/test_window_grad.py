@@ -48,8 +48,9 @@ def measured_window(target, cfg) -> tuple[str, torch.Tensor]:
 
 
 def check_agreement(target, cfg):
-    """dq, dk, dv with the default scale equal float64 autograd of attention under the forward's
-    measured window mask (the reference's ``sliding_window_math`` with that extent)."""
+    """``sliding_window_attention``'s dq, dk, dv with the default scale equal float64 autograd of attention
+    under the forward's window mask (its extent, w or w+1, measured by the one-hot probe; the reference's
+    ``sliding_window_math`` with that extent)."""
     extent, vis = measured_window(target, cfg)
     q, k, v, g = qkv_and_upstream(target, cfg)
     agree(window_grads(target, q, k, v, cfg.window, g), q, k, v, g,

@@ -1,0 +1,1 @@
+"""BERT-family objectives and models: MLM masking, distillation, span corruption and model-level checks."""

@@ -67,8 +67,9 @@ def _matches(out, ref, naive, dtype) -> bool:
 
 
 def check_agreement(target, cfg):
-    """The loss equals the float64 reference within the tolerance policy (default temperature 1
-    when T = 1 is drawn); logits up to +-100 (confident teachers) must not give NaN/inf."""
+    """The loss equals the float64 T^2 * mean KL(teacher || student) of the reference within the tolerance
+    policy (default temperature 1 when T = 1 is drawn); logits up to +-100 (confident teachers) must not
+    give NaN/inf."""
     s, t = cfg.logits(target.device)
     T = cfg.temperature
     out = call_loss(target, s, t, None if T == 1.0 else T)

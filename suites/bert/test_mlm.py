@@ -62,7 +62,8 @@ def _pct(x: float) -> str:
 
 
 def check_selection_rate(target, cfg):
-    """A fraction mlm_probability (default 0.15) of the non-special tokens is selected.
+    """A fraction mlm_probability (default 0.15) of the non-special tokens is selected (Hoeffding bound, false
+    failure <= 1e-6).
 
     Bound: Hoeffding over the n ~ 0.87-0.91 M non-special tokens (i.i.d. selection),
     delta = 1e-6 / 3 examples: radius sqrt(ln(2 / delta) / 2n) <= 0.30 points, so a rate off
@@ -87,7 +88,8 @@ def check_selection_rate(target, cfg):
 
 
 def check_replacement_split(target, cfg):
-    """Of the selected tokens 80 % become [MASK], 10 % a random id in [0, vocab_size), 10 % stay.
+    """Of the selected tokens 80 % become [MASK], 10 % a random id in [0, vocab_size), 10 % stay (conditional
+    rates).
 
     A random draw can equal the original (it then counts as unchanged) or [MASK]: that shifts
     each rate by at most b = 0.2 / (vocab_size - 8) <= 2.1e-4. Bound: conditionally on the
@@ -206,8 +208,8 @@ def _band_probability(n: int, p: float) -> tuple[float, int, int]:
 
 
 def check_independence(target, cfg):
-    """Tokens are selected independently (``mlm_selection: independent``) or, when declared,
-    a fixed count per sequence (``fixed_count``); the measured scheme is named.
+    """Tokens are selected independently (``mlm_selection: independent``, tested by the binomial dispersion)
+    or, when declared, a fixed count per sequence (``fixed_count``); the measured scheme is named.
 
     16384 rows of 64 words between [CLS] and [SEP]: a fixed count shows as every row having
     the same count (independent: probability < 0.3^16383); 32 batches of 2 x 16 words: a

@@ -81,7 +81,8 @@ def prepare(model) -> tuple[torch.dtype, object]:
 
 
 def check_dependency(target, cfg):
-    """The Jacobian's dependency profile is the one MODEL_CLAIM names; batch rows never mix."""
+    """The Jacobian's dependency profile (bidirectional / causal / concatenated unidirectional) is the one
+    ``MODEL_CLAIM`` names; batch rows never mix."""
     claim = target.lookup("MODEL_CLAIM")
     if claim not in PROFILES:
         raise AssertionError(f"MODEL_CLAIM = {claim!r}, expected one of {PROFILES}")

@@ -176,7 +176,8 @@ def _sequential(target, cfg, column: int, expected: float, value_range: float):
 
 
 def check_noise_density(target, cfg):
-    """The mean corrupted fraction over 6000 sequences is noise_density (default 0.15).
+    """The mean corrupted fraction over 6000 sequences is noise_density (default 0.15; empirical Bernstein
+    bound).
 
     Lengths make L * rho an integer (T5's rounding is then exact). Bound: empirical Bernstein
     over the per-sequence fractions in [0, 1] at 3 checkpoints (500, 1500, 6000 sequences),
@@ -194,7 +195,8 @@ def check_noise_density(target, cfg):
 
 
 def check_span_length(target, cfg):
-    """Spans have mean length mean_span_length (default 3): spans per token = rho / mu.
+    """Spans have mean length mean_span_length (default 3): spans per token = rho / mu = noise_density /
+    mean_span_length.
 
     Lengths make L rho / mu an integer. Bound: empirical Bernstein over the per-sequence
     spans / L, which lie in [0, 1/2 + 1/2L] for maximal spans, at the same 3 checkpoints,

@@ -1,0 +1,1 @@
+"""KV cache: incremental decoding over a KV cache (``attention_with_kvcache``)."""

@@ -44,13 +44,15 @@ def _fed_in_order(target, cfg):
 
 
 def check_decode(target, cfg):
-    """A prefill of P tokens and then single-token decode steps (any P) give the outputs of one
-    full causal SDPA call over the whole sequence, and leave every key/value in its slot."""
+    """A prefill of P tokens (any P, none included) and then single-token decode steps give, concatenated, the
+    outputs of one full causal call of the float64 SDPA reference over the whole sequence, and leave every
+    key/value in its slot (a copy is exact) and no slot past the fed positions written."""
     _fed_in_order(target, cfg)
 
 
 def check_chunked_prefill(target, cfg):
-    """The sequence fed in chunks of any sizes gives the outputs of one full causal call."""
+    """The sequence fed in chunks of any sizes (1 .. 12 tokens, up to 5 calls; chunks across the 64/128/256
+    tiles in the regime) gives the outputs of one full causal call."""
     _fed_in_order(target, cfg)
 
 
@@ -75,16 +77,18 @@ def _one_call(target, cfg, poison: bool):
 
 
 def check_ragged_lengths(target, cfg):
-    """Batch items with cached lengths that differ: each item's new keys land at its own
-    cache_seqlens[b], and its queries see exactly its own filled part (float64 cache reference)."""
+    """2 .. 4 batch items with cached lengths that differ (0 .. 24; a tile apart in the regime): each item's
+    new keys land at its own cache_seqlens[b], and its queries see exactly its own filled part (float64
+    cache reference)."""
     out, ref, nai, dtype, check_caches = _one_call(target, cfg, poison=False)
     check_caches()
     kv.compare(out, ref, nai, dtype, f"cache_seqlens {list(cfg.prior)}, {cfg.chunks[0]} new token(s)")
 
 
 def check_unfilled_slots(target, cfg):
-    """Slots past each item's filled part (cache_seqlens[b] + Lnew) hold +-1e4, and so do the
-    slots the call is to overwrite: they have no influence (causal or not), and none is written."""
+    """Every slot from cache_seqlens[b] on holds +-1e4 (keys shrunk so raw scores stay below a quarter of the
+    dtype's max), including the slots the call is to overwrite: they have no influence on the output
+    (causal or not), and nothing is written past cache_seqlens[b] + Lnew."""
     out, ref, nai, dtype, check_caches = _one_call(target, cfg, poison=True)
     try:
         kv.compare(out, ref, nai, dtype, "output")
@@ -101,10 +105,10 @@ def _window_out(target, cfg):
 
 
 def check_rolling_window(target, cfg):
-    """With a window over a rolling cache of window + slack slots (position p in slot p mod
-    Smax), the decoded outputs equal full sliding-window attention over the whole sequence (the
-    declared ``window_extent``; a kernel that keeps w+1 keys is named), and the cache holds the
-    last Smax positions."""
+    """A window w (1 .. 12; 63, 64, 128, 256 in the regime) over a rolling cache of w + 0 .. 3 slots that
+    wraps (position p in slot p mod Smax): the decoded outputs equal full sliding-window attention over the
+    whole sequence with the declared ``window_extent`` (a kernel that keeps w + 1 keys is named,
+    ``convention:w+1`` when declared), and the cache holds the last Smax positions."""
     declared = target.conventions.get("window_extent", KNOWN["window_extent"].default)
     q, k, v, kc, vc, out = _window_out(target, cfg)
     T, S = cfg.total, cfg.slots
@@ -132,9 +136,10 @@ def check_rolling_window(target, cfg):
 
 
 def check_rotary(target, cfg):
-    """With RoPE tables the queries and new keys are rotated at their absolute positions
-    (cache_seqlens + i, not i): decoded outputs equal one causal call on RoPE'd q and k, and the
-    cache holds the rotated keys."""
+    """With RoPE tables (in the input dtype, partial rotary R <= E, both pairings) the queries and new keys
+    are rotated at their absolute positions (cache_seqlens + i, not i): decoded outputs equal one causal
+    call on RoPE'd q and k, and the cache holds the rotated keys; ``unsupported (declared: ...)`` for a
+    target declaring ``kvcache_rotary``."""
     q, k, v = cfg.qkv(target.device)
     kc, vc = cfg.garbage_cache(target.device)
     tables = cfg.rotary_tables(target.device)

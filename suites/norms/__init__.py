@@ -1,0 +1,1 @@
+"""Normalization: LayerNorm, RMSNorm, the residual block's norm placement and their backward."""

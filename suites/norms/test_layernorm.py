@@ -162,9 +162,10 @@ def check_normalized_dims(target, cfg):
 
 
 def check_autocast(target, cfg):
-    """float32 x (offset by 32 std, which a mean formed in half precision cannot survive) and a
-    float32 LayerNorm called inside torch.autocast(dtype = the config's half dtype): the output
-    keeps the precision autocast keeps for norms (float32 output: the float32 tolerance)."""
+    """float32 x (offset by 32 std, which a mean formed in half precision cannot survive) and a float32
+    LayerNorm called inside torch.autocast(dtype = the config's half dtype): the output keeps the precision
+    autocast keeps for norms (float32 output: the float32 tolerance; a mean formed by a matmul is autocast
+    to bfloat16)."""
     std = _std(cfg)
     x = cfg.x(target.device, std=std).float() + 32 * std
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, dtype=torch.float32, **_identity(cfg))

@@ -165,9 +165,11 @@ def block_math(placement: str, norm: str, eps: float, dtype: torch.dtype):
 
 
 def check_residual_block(target, cfg):
-    """The residual block's dx and its sublayer's dW equal float64 autograd of the block its forward
-    is (pre- or post-norm, LayerNorm or RMSNorm, matched from the output): the residual path's
-    identity gradient (dx = g + ... for pre-norm) and the sublayer path's both arrive."""
+    """``residual_block(dim, sublayer)`` around the harness's linear sublayer f(h) = h W^T (x of std 32, W scaled so
+    both paths carry gradients of one size): dx and the sublayer's dW equal float64 autograd of the block
+    its forward is (pre- or post-norm, LayerNorm or RMSNorm, matched from the output); the residual path's
+    identity gradient (dx = g + ... for pre-norm) and the sublayer path's both arrive. The block's eps is
+    not the protocol's: the yardstick is the worst of eps 0, 1e-6, 1e-5."""
     dim, dtype = cfg.normalized_shape[0], cfg.torch_dtype
     gen = cfg.generator(salt=3)
     w = (torch.randn(dim, dim, generator=gen, dtype=torch.float64) * (BLOCK_STD / dim ** 0.5)).to(dtype).double()
@@ -210,10 +212,12 @@ def tiny_norm_configs(draw) -> NormConfig:
 
 
 def check_gradcheck(target, cfg):
-    """``torch.autograd.gradcheck`` in float64 on tiny shapes of the target's LayerNorm or RMSNorm
-    (whichever it defines; both: by the seed's parity), with respect to x and, when affine, the
-    weight (and LayerNorm's bias): the backward's Jacobian equals central differences of the
-    target's own forward within 1e-8 + 1e-6 x |numerical| (a backward 3e-6 off fails here)."""
+    """``torch.autograd.gradcheck`` in float64 on tiny shapes (2-3 tokens of 3-6 features, eps 1e-5 or 0.1,
+    affine or not) of the target's LayerNorm or RMSNorm (whichever it defines; both: by the seed's parity),
+    with respect to x and, when affine, the weight (and LayerNorm's bias), swapped in with
+    ``torch.func.functional_call``: the backward's Jacobian equals central differences of the target's own
+    forward within 1e-8 + 1e-6 x |numerical| (a backward 3e-6 off fails here); ``unsupported (declared:
+    ...)`` without float64."""
     names = [n for n in (LN, RMS) if n in target.available()]
     name = names[cfg.seed % len(names)]
     x = cfg.x(target.device)

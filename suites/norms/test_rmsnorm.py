@@ -60,9 +60,9 @@ def _std(cfg) -> float:
 
 
 def check_autocast(target, cfg):
-    """float32 x and a float32 RMSNorm called inside torch.autocast(dtype = the config's half
-    dtype): the output keeps the precision autocast keeps for norms (float32 output: the float32
-    tolerance; a mean square formed by a matmul in half precision is off by ~2^-9)."""
+    """float32 x and a float32 RMSNorm called inside torch.autocast(dtype = the config's half dtype): the
+    output keeps the precision autocast keeps for norms (float32 output: the float32 tolerance; a mean
+    square formed by a row-wise matmul or einsum is autocast to half precision and off by ~2^-9)."""
     x = cfg.x(target.device, std=_std(cfg)).float()
     mod, gamma = _rms(target, cfg, cfg.eps, dtype=torch.float32)
     autocast_agree(target, RMS, mod, x, cfg.dtype, rms_norm_math, normalized_shape=cfg.normalized_shape,

@@ -65,8 +65,9 @@ def check_slopes(target, cfg):
 
 
 def check_linear_bias(target, cfg):
-    """Over the causal keys of every row, bias - (the row's value at j = p) is -s_h * (p - j):
-    linear in the distance with one slope s_h > 0 per head, so <= 0 and decreasing with distance."""
+    """After removing each row's constant (softmax ignores it; Bloom's slope * j form is correct): over the
+    causal keys of every row, bias - (the row's value at j = p) is -s_h * (p - j): linear in the distance
+    with one slope s_h > 0 per head, so <= 0 and decreasing with distance."""
     H, Lq, Lk = cfg.heads, cfg.Lq, cfg.Lk
     rel, dtype = call_bias(target, H, Lq, Lk)
     s = fitted_slopes(rel, Lq, Lk)  # (H,)

@@ -49,8 +49,9 @@ SPEC = Spec(MODULE, build=lambda cls, cfg: cls(cfg.heads), judge=judge,
 
 
 def check_call_sequences(target, cfg: BiasCallsConfig):
-    """Every call of the sequence, made in order on ONE instance built first, equals
-    ``alibi_bias`` (causal keys, up to a per-row constant). Replays a shrunk sequence."""
+    """One ``AlibiPositionalBias`` instance, called in a sequence a Hypothesis state machine draws: every
+    call, made in order on the ONE instance built first, equals ``alibi_bias`` (causal keys, up to a
+    per-row constant). Replays a shrunk sequence."""
     replay(target, SPEC, cfg)
 
 

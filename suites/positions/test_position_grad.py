@@ -104,9 +104,11 @@ def tiny_rope_configs(draw) -> RopeConfig:
 
 
 def check_gradcheck(target, cfg):
-    """``torch.autograd.gradcheck`` of RoPE in float64 on tiny shapes at positions up to 65 535, with
-    respect to x: the backward's Jacobian equals central differences of the target's own forward
-    within 1e-8 + 1e-6 x |numerical| (a backward that rotates by other angles than the forward fails)."""
+    """``torch.autograd.gradcheck`` of RoPE in float64 with respect to x on tiny shapes (1-2 heads of 2-4
+    positions drawn from [0, 65 536), D in {4, 6, 8}): the backward's Jacobian equals central differences
+    of the target's own forward within 1e-8 + 1e-6 x |numerical|, so a backward that rotates by other
+    angles than the forward (float32 angles for a float64 input) fails; ``unsupported (declared: ...)``
+    without float64."""
     x, pos = cfg.x(target.device), cfg.positions(target.device)
     g = upstream(x.shape, x.dtype, cfg.generator(salt=9), target.device)
     fn = target.lookup(ROPE)

@@ -78,9 +78,9 @@ def check_norm(target, cfg):
 
 
 def check_frequencies(target, cfg):
-    """Rotating e_a and e_b of each measured pair (a, b) to position 1 gives the 2x2 block
-    [[cos t, -sin t], [sin t, cos t]]; the angles t recovered in pair order equal
-    base^(-2i/D) for the base passed (layout-free; the layout found is named)."""
+    """Rotating e_a and e_b of each measured pair (a, b) to position 1 gives the 2x2 block [[cos t, -sin t],
+    [sin t, cos t]]; the angles t recovered in pair order equal base^(-2i/D) for the base passed
+    (layout-free; the pairing found, ``rope_layout``, is named)."""
     layout = _layout(target, cfg)
     first, second = pair_indices(cfg.D, layout)
     expected = rope_frequencies(cfg.D, cfg.base)  # (D/2,) float64

@@ -137,9 +137,10 @@ class Session:
 
 
 def check_call_sequences(target, cfg: RopeCallsConfig):
-    """Every call of the sequence, made in order on ONE instance built first, equals the
-    float64 rotation at positions offset .. offset + L - 1 (tolerance policy; pairing measured
-    and named). Replays a shrunk sequence (the repro line)."""
+    """One ``RotaryEmbedding`` instance, called in a sequence a Hypothesis state machine draws: every call,
+    made in order on the ONE instance built first, equals the float64 rotation at positions offset ..
+    offset + L - 1 (tolerance policy; pairing measured and named). Replays a shrunk sequence (the repro
+    line)."""
     session = Session(target, cfg)
     for index in range(len(cfg.calls)):
         session.step(index)

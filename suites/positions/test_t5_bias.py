@@ -67,8 +67,9 @@ def within(b: torch.Tensor, lo_hi) -> torch.Tensor:
 
 
 def check_lookup(target, cfg):
-    """A random table (Lq = Lk, where every alignment agrees): the output has shape (H, Lq, Lk)
-    and holds exactly table[bucket(key - query), h], unscaled and unrounded."""
+    """``t5_relative_position_bias`` with a random table (Lq = Lk, where every alignment agrees): the output
+    has shape (H, Lq, Lk) and holds exactly table[bucket(key - query), h], unscaled (x-transformers
+    multiplies its bias by its attention scale) and unrounded."""
     table = cfg.table()
     out = call_bias(target, table, cfg)
     lo, hi = buckets_for(relative_positions(cfg.Lq, cfg.Lk), cfg)  # (Lq, Lk)
@@ -83,8 +84,9 @@ def check_lookup(target, cfg):
 
 
 def check_end_alignment(target, cfg):
-    """Lq < Lk: query row i sits at position Lk - Lq + i (the last Lq positions, as when decoding
-    with a KV cache), so it reads bucket(j - (Lk - Lq + i)) for key j."""
+    """Lq < Lk (1 often: a decoding step): query row i sits at position Lk - Lq + i (the last Lq positions, as
+    when decoding with a KV cache), so it reads bucket(j - (Lk - Lq + i)) for key j; start alignment is
+    named as x-transformers 1.0.1's bug (fixed in 1.0.2)."""
     _, bucket = decode(target, cfg)
     rp = relative_positions(cfg.Lq, cfg.Lk)
     ok = within(bucket, buckets_for(rp, cfg))
@@ -114,8 +116,10 @@ def check_heads(target, cfg):
 
 
 def check_relative_sign(target, cfg):
-    """Lq = Lk: the bucket function is called on key - query (keys after the query in the future
-    half when bidirectional, bucket 0 when causal), not on query - key."""
+    """Lq = Lk: the bucket function is called on key - query (keys after the query in the future half when
+    bidirectional, bucket 0 when causal), not on query - key. Mesh TF, HF T5 and x-transformers do; query -
+    key is a bug, not a convention: the seeds' "distance m - n" names the distance, the bucket function's
+    argument sign is Mesh TF's."""
     _, bucket = decode(target, cfg)
     rp = relative_positions(cfg.Lq, cfg.Lk)
     ok = within(bucket, buckets_for(rp, cfg))

@@ -72,8 +72,9 @@ SPEC = Spec(MODULE, judge=judge, configs=_arguments(), learned=True,
 
 
 def check_call_sequences(target, cfg: BiasCallsConfig):
-    """Every call of the sequence, made in order on ONE instance built first (its table rewritten
-    where the sequence says), equals the stateless lookup. Replays a shrunk sequence."""
+    """One ``T5RelativePositionBias`` instance, called in a sequence a Hypothesis state machine draws: every
+    call, made in order on the ONE instance built first (its table rewritten between some calls, where the
+    sequence says), equals the stateless lookup. Replays a shrunk sequence."""
     replay(target, SPEC, cfg)
 
 

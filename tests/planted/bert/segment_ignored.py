@@ -10,7 +10,7 @@ from reference.bert import InputEmbedding
 class Planted(InputEmbedding):
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
         # BUG: token_type_ids dropped; segment 0 everywhere
-        return self.inner(input_ids=input_ids, position_ids=position_ids)
+        return super().forward(input_ids, None, position_ids)
 
 
 def bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2):
