@@ -55,6 +55,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                                   enable_gqa=q.shape[1] != k.shape[1], return_lse=True)
     out = out[0].transpose(0, 1)  # (total_q, Hq, Ev)
     if sinks is not None:
-        weight = torch.sigmoid(lse[0].float() - sinks.float()[:, None])  # (Hq, total_q)
-        out = (out.float() * weight.transpose(0, 1)[..., None]).to(q.dtype)
+        dt = torch.promote_types(q.dtype, torch.float32)
+        weight = torch.sigmoid(lse[0].to(dt) - sinks.to(dt)[:, None])  # (Hq, total_q)
+        out = (out.to(dt) * weight.transpose(0, 1)[..., None]).to(q.dtype)
     return out.contiguous()
