@@ -46,6 +46,10 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("hf_llama_rmsnorm", "transformers' LlamaRMSNorm (fixed eps declared)"),
     _adapter("hf_t5_layernorm", "transformers' T5LayerNorm (an RMS norm; fixed eps declared)"),
     _adapter("hf_gemma_rmsnorm", "transformers' GemmaRMSNorm (1 + weight declared)"),
+    _adapter("torch_nested_attention", "torch's nested jagged tensors with SDPA as attention_varlen (no causal, "
+             "window, softcap or sinks: declared)"),
+    _adapter("torch_flex_attention", "torch's FlexAttention with a document mask as attention_varlen (unfused on a "
+             "CPU, ~1 s a call; no CPU backward: declared)"),
     _adapter("hf_mlm", "transformers' DataCollatorForLanguageModeling masking"),
     _adapter("hf_mistral_eager_window", "transformers 4.38.2's Mistral eager window: w keys, as the protocol",
              release=("tf-4.38.2", "transformers", "4.38.2")),

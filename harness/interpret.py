@@ -58,6 +58,7 @@ LENGTH_FIELDS = {
     "WindowConfig": ("L", "S", "window"),
     "DropoutConfig": ("L", "S"),
     "KVCacheConfig": ("chunks", "lengths", "slack", "window"),
+    "VarlenConfig": ("q_lens", "k_lens", "window"),
     "RopeConfig": ("L",),
     "NormConfig": ("lead",),
 }

@@ -51,6 +51,19 @@ common prefix); a call writes only positions cache_seqlens[b] .. n_b - 1 of each
 ``reference/attention_options.py``. The three are optional (the record's ``options``): a target may
 declare ``kvcache_paged``, ``softcap`` or ``sinks`` unsupported, or simply not take the parameter.
 
+``attention_varlen`` (training on packed documents, after FlashAttention's ``flash_attn_varlen_func``, in
+its own sequence-first layout) attends within each sequence only; shapes::
+
+    q (total_q, Hq, E)    k (total_k, Hkv, E)    v (total_k, Hkv, Ev)
+    cu_seqlens_q, cu_seqlens_k (B + 1,) int32: sequence b is rows cu[b] .. cu[b + 1] - 1 (zero-length allowed)
+    max_seqlen_q, max_seqlen_k: ints, the longest sequences;  sinks (Hq,) or None
+    out (total_q, Hq, Ev), in q's dtype
+
+Query i of a sequence with Lq queries and Lk keys sits at position i + Lk - Lq (bottom-right per
+sequence); ``causal``, ``window`` (the protocol's ``w`` extent) and GQA as in ``attention_with_kvcache``;
+``softcap`` caps the scaled scores before masking, ``sinks`` add one logit per head to the softmax's
+denominator (``reference/attention_options.py``); a row that sees no key is zeros.
+
 What each name must compute is stated in docs/protocol.md (the project test checks that every
 record's signature appears in the README or docs/) and checked by the suites.
 
@@ -208,6 +221,13 @@ RECORDS: tuple[Name, ...] = (
          options={"block_table": "kvcache_paged", "softcap": "softcap", "sinks": "sinks"},
          compared=TOLERANCE + " (one call on ragged cache_seqlens; each target writes its own caches; the same "
                               "logical contents in a paged pool, held to the first target's linear call)"),
+    Name("attention_varlen", family="attention", reference="reference.attention_varlen",
+         signature="attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
+                   "window=None, scale=None, softcap=None, sinks=None) -> out",
+         new_memory=True,
+         features={"is_causal": "is_causal=True", "enable_gqa": GQA, "varlen_window": "a window in attention_varlen",
+                   "softcap": SOFTCAP, "sinks": SINKS},
+         compared=TOLERANCE + " (packed sequences, causal or not, GQA; and each target's SDPA run per sequence)"),
     # ---- positions ------------------------------------------------------------------------------
     Name("sinusoidal_position_embedding", family="positions", reference="reference.sinusoidal",
          signature="sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]",

@@ -8,6 +8,7 @@ tests/test_protocol_records.py checks both. (This package imports nothing from `
 from reference.attention import scaled_dot_product_attention
 from reference.sliding_window import sliding_window_attention
 from reference.kvcache import attention_with_kvcache
+from reference.attention_varlen import attention_varlen
 from reference.layernorm import LayerNorm
 from reference.rmsnorm import RMSNorm
 from reference.blocks import residual_block
@@ -23,7 +24,7 @@ from reference.span_corruption import span_corruption
 from reference.dependency_models import MODEL_CLAIM, build_model
 from reference.bert import bert_embeddings, build_bert, build_inputs, make_nsp_pairs
 
-__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache",
+__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache", "attention_varlen",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
            "alibi_slopes", "alibi_bias", "AlibiPositionalBias", "t5_relative_position_bucket",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from hypothesis import example
 
-from suites.attention.configs import AttnConfig, WindowConfig
+from suites.attention.configs import AttnConfig, VarlenConfig, WindowConfig
 from suites.norms.configs import NormConfig
 from suites.positions.configs import RopeConfig
 
@@ -129,6 +129,61 @@ WINDOW = (
 GRAD_WINDOW = (
     _window(257, 257, 63, seed=87),
     _window(129, 257, 129, E=32, dtype="bfloat16", seed=88),
+)
+
+
+def _varlen(q_lens, k_lens=None, E=32, Ev=None, hq=1, hkv=1, dtype="float32", seed=110, **kw) -> VarlenConfig:
+    return VarlenConfig(q_lens=tuple(q_lens), k_lens=tuple(q_lens if k_lens is None else k_lens), hq=hq, hkv=hkv,
+                        E=E, Ev=E if Ev is None else Ev, dtype=dtype, seed=seed, **kw)
+
+
+#: packed sequences (attention_varlen): joins (where one sequence ends and the next starts) just
+#: below, at and past the 64- and 128-row tiles, sequences past a tile, E past 128, half dtypes
+VARLEN_TILES = (
+    _varlen((63, 70), seed=110),                         # join at 63
+    _varlen((64, 65, 1), E=16, seed=111),                # joins at 64 and 129
+    _varlen((65, 63), dtype="bfloat16", causal=True, seed=112),   # join at 65, causal
+    _varlen((127, 2, 60), E=64, causal=True, seed=113),  # joins at 127 and 129
+    _varlen((128, 129), E=8, dtype="float16", seed=114),  # join at 128
+    _varlen((1, 129, 127), E=16, causal=True, seed=115),  # joins at 1 and 130, a sequence past a tile
+)
+#: agreement: the tile joins, L != S per sequence both ways, E past 128 and odd, E != Ev
+VARLEN = VARLEN_TILES[:3] + (
+    _varlen((129, 7, 64), (65, 257, 64), E=160, Ev=96, seed=116),
+    _varlen((113, 203), (203, 113), E=111, dtype="float16", seed=117),
+)
+#: causal with Lq != Lk per sequence past a tile, both ways (top-left and bottom-right differ there)
+VARLEN_CAUSAL = (
+    _varlen((129, 1, 65), (257, 64, 63), causal=True, seed=118),
+    _varlen((65, 200), (1, 129), E=64, dtype="bfloat16", causal=True, seed=119),
+)
+#: GQA groups of 4 and 8 with several KV heads, and MQA, past a tile
+VARLEN_GQA = (
+    _varlen((65, 64), E=64, hq=8, hkv=2, causal=True, seed=120),
+    _varlen((127, 3), E=32, hq=16, hkv=2, seed=121),
+    _varlen((1, 129), (64, 129), E=16, hq=6, hkv=1, dtype="bfloat16", seed=122),
+)
+#: windows below, at and past a tile over sequences joined at a tile
+VARLEN_WINDOW = (
+    _varlen((129, 64), E=16, causal=True, window=63, seed=123),
+    _varlen((63, 257), E=16, causal=True, window=128, seed=124),
+    _varlen((200, 65), (257, 65), E=16, causal=True, window=129, dtype="bfloat16", seed=125),
+)
+#: zero-length sequences first, between and last, on either side, next to sequences past a tile
+VARLEN_ZERO = (
+    _varlen((0, 129, 0, 64), E=16, causal=True, seed=128),
+    _varlen((64, 0, 65, 3), (64, 3, 0, 0), E=16, seed=129),
+)
+#: documents packed with position ids restarting per document, joined at 63 and 129, E up to 128
+VARLEN_ROPE = (
+    _varlen((63, 66), E=64, causal=True, seed=130),
+    _varlen((129, 1, 127), E=128, dtype="bfloat16", causal=True, seed=131),
+)
+#: the backward past a tile and across joins at 63 and 129
+VARLEN_GRAD = (
+    _varlen((63, 66, 1), E=32, causal=True, seed=126),
+    _varlen((129, 65), (64, 129), E=16, hq=4, hkv=2, dtype="bfloat16", seed=127),
+    _varlen((65, 0, 63), (129, 3, 30), E=16, causal=True, seed=132),  # causal Lq != Lk both ways, an empty one
 )
 
 

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from harness import protocol, tolerance
 from suites.attention.configs import attn_configs, window_configs
 from suites import _consistency_models as models
+from suites import _consistency_varlen as varlen
 from suites.bert.configs import distill_configs, embedding_configs, inputs_configs, model_configs
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
@@ -286,6 +287,7 @@ CASES: dict[str, Case] = {
     "attention_with_kvcache": Case(kvc.ragged_configs().flatmap(
         lambda c: kvc.BLOCK_SIZES.map(lambda bs: replace(c, block_size=bs))), _kv_calls, _kv_judge,
         invoke=_kv_invoke, against={_PAGED: _LINEAR}),
+    "attention_varlen": Case(varlen.CONFIGS, varlen.calls, varlen.judge),
     "LayerNorm": _norm_case("LayerNorm", layer_norm_math),
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),
     "distillation_loss": Case(distill_configs(), _distill_calls, _distill_judge),
@@ -392,3 +394,22 @@ def test_outputs_agree(loaded_targets, name, data):
         pytest.skip(f"not comparable: {exc}")
     assume(len(results) >= 2)
     compare(name, cfg, case, calls, results)
+
+
+@pytest.mark.parametrize("name", [varlen.VS_DENSE])
+@given(data=st.data())
+def test_varlen_against_dense(loaded_targets, name, data):
+    """Every target's ``attention_varlen`` and every target's SDPA run per sequence agree on the
+    same packed inputs (``suites/_consistency_varlen.py``)."""
+    if len(loaded_targets) < 2:
+        pytest.skip("a differential check needs two or more loaded --impl targets")
+    packed, dense = sharing(loaded_targets, "attention_varlen"), sharing(loaded_targets, varlen.SDPA)
+    if not packed or not dense:
+        pytest.skip("needs a target with attention_varlen and one with scaled_dot_product_attention")
+    cfg = data.draw(varlen.CONFIGS, label="cfg")
+    packed, dense = [t for t in packed if t.supports(cfg)], [t for t in dense if t.supports(cfg)]
+    calls = varlen.calls(cfg, (packed or dense)[0].device)
+    results = varlen.packed_and_dense(packed, dense, cfg, *calls[0][1:])
+    roles = {r.name for r, _ in results}
+    assume("attention_varlen" in roles and len(roles) == 2)  # (one role's targets alone: the check above)
+    compare(name, cfg, Case(None, varlen.calls, varlen.judge), calls, results)

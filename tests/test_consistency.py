@@ -11,7 +11,7 @@
   ``--require-consistent`` fails (skipped with the reason without the side-by-side release);
 - tests/planted/consistency/sibling_defaults.py (one sibling difference per name) disagrees with
   reference on each of LayerNorm, RMSNorm, distillation_loss, build_inputs, alibi_slopes and
-  attention_with_kvcache; the names with random draws or initialisation say why they are not compared;
+  attention_with_kvcache and attention_varlen (and varlen against dense SDPA); the names with random draws or initialisation say why they are not compared;
 - tests/planted/consistency/paged_sibling.py (reference on a linear cache, every paged item through
   the table's first row) disagrees with reference's linear call on the paged call, while the torch
   base of the planted KV-cache bugs, which pages, agrees with reference on both calls;
@@ -94,7 +94,7 @@ def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
 
 #: the names tests/planted/consistency/sibling_defaults.py differs from reference on, one way each
 SIBLING_NAMES = ("LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
-                 "build_model", "bert_embeddings")
+                 "attention_varlen", "attention_varlen vs dense", "build_model", "bert_embeddings")
 
 
 def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):

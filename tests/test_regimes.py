@@ -47,6 +47,17 @@ def test_causal_and_window_examples_cross_the_tiles():
     assert any(w > 128 for w, _ in windows)
 
 
+def test_varlen_examples_join_sequences_at_every_tile_edge():
+    """Packed sequences: joins (a sequence's first row) at 63/64/65 and 127/128/129 in the tile
+    regime, zero-length sequences first, between and last, causal Lq != Lk both ways past a tile."""
+    joins = {sum(c.q_lens[:i]) for c in regimes.VARLEN_TILES for i in range(1, len(c.q_lens))}
+    assert {63, 64, 65, 127, 128, 129} <= joins, sorted(joins)
+    zero = [(c.q_lens, c.k_lens) for c in regimes.VARLEN_ZERO]
+    assert any(q[0] == 0 for q, _ in zero) and any(0 in q[1:-1] for q, _ in zero) and any(k[-1] == 0 for _, k in zero)
+    pairs = [(a, b) for c in regimes.VARLEN_CAUSAL for a, b in zip(c.q_lens, c.k_lens)]
+    assert any(a < b for a, b in pairs) and any(a > b for a, b in pairs) and max(map(max, pairs)) > 128
+
+
 def test_mask_examples_can_tell_the_key_axis_from_the_query_axis():
     assert any(c.L == c.S and c.batch[0] > 1 and c.hq > 1 for c in regimes.MASKS)
 
@@ -60,7 +71,7 @@ def test_every_attention_family_property_runs_the_tile_regime():
                                     "test_normalized_dims"},
               "test_rmsnorm.py": {"test_no_mean_subtraction", "test_large_values", "test_normalized_dims"}}
     for suite in ("test_attention.py", "test_attention_masks.py", "test_sliding_window.py", "test_rope.py",
-                  "test_layernorm.py", "test_rmsnorm.py"):
+                  "test_layernorm.py", "test_rmsnorm.py", "test_varlen.py"):
         text = suite_file(suite).read_text()
         for m in re.finditer(r"((?:@[^\n]+\n)+)def (test_\w+)\(", text):
             decorators, name = m.group(1), m.group(2)
@@ -78,6 +89,7 @@ GRAD_COVERED = {
     "test_norm_grad.py": {"test_layernorm": "regimes.NORMS[:2]", "test_rmsnorm": "regimes.NORMS[:2]"},
     "test_position_grad.py": {"test_rope_dx": "regimes.ROPE[1:3]"},
     "test_dropout_grad.py": {},
+    "test_varlen_grad.py": {"test_agreement": "regimes.VARLEN_GRAD", "test_isolation": "regimes.VARLEN_GRAD"},
 }
 GRAD_EXEMPT = {  # (suite, test): why it draws no tile-boundary regime
     ("test_attention_grad.py", "test_scale"): "the scale enters every tile alike: agreement covers the tiles",

@@ -5,6 +5,7 @@ the registry of their names and modules is ``harness.bench.suites``), among them
   scaling          time / memory / FLOP/s vs sequence length, log-log exponent fits
   receptive_field  which inputs reach the last token through L sliding-window layers
   kv_cache         KV-cache bytes of MHA / GQA / MQA / rolling-window decoders
+  packing          tokens/s of packed documents (attention_varlen) against the same padded (opt-in)
   timer_selfcheck  the harness timer against torch.utils.benchmark / triton do_bench
   finetune         BERT fine-tuning accuracy with the target's SDPA / LayerNorm swapped in
   conformance_time the wall time of the conformance suites against the target

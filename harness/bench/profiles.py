@@ -81,6 +81,19 @@ class KVCache:
 
 
 @dataclass(frozen=True)
+class Packing:
+    """The packed-vs-padded point (harness.bench.packing): ``docs`` documents, log-normal lengths."""
+    docs: int = 8
+    median: int = 48
+    sigma: float = 0.8
+    max_len: int = 256
+    heads: int = 2
+    head_dim: int = 32
+    dtype: str = "float32"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class TimerCheck:
     #: CPU: an n x n x n matmul, big enough (~50 ms on one core) that both timers time single
     #: calls -- their medians then agree even on a shared machine; CUDA: SDPA at n = 8 * size
@@ -114,6 +127,8 @@ class Profile:
     #: repeats, and it reads one score matrix more or less from call to call.
     mem_repeats: int = 5
     mem_budget_s: float = 3.0
+    #: the packed-vs-padded point (harness.bench.packing; last: the profiles pass the suites' sizes by position)
+    packing: Packing = field(default_factory=Packing)
 
 
 def _sqrt2_steps(lo: int, hi: int) -> tuple[int, ...]:
@@ -140,6 +155,7 @@ PROFILES: dict[str, Profile] = {
         KVCache(heads=16, head_dim=64, layers=4, batch=8, prompt=128, new_tokens=256, window=128,
                 dtype="bfloat16", intermediate=2048, vocab=4096, paged_batch=32, paged_max_seq=4096),
         TimerCheck(size=512, dtype="bfloat16", tolerance=0.03),
+        packing=Packing(docs=32, median=512, sigma=0.8, max_len=2048, heads=16, head_dim=128, dtype="bfloat16"),
         time_budget_s=225.0,
     ),
     "tiny": Profile(
@@ -151,6 +167,7 @@ PROFILES: dict[str, Profile] = {
         KVCache(heads=4, head_dim=8, layers=1, batch=1, prompt=4, new_tokens=6, window=5,
                 intermediate=64, vocab=64, paged_batch=2, paged_max_seq=32, block_size=4),
         TimerCheck(size=64, rounds=1, min_run_s=0.02),
+        packing=Packing(docs=4, median=6, max_len=16, heads=2, head_dim=8),
         threads=1,
         peak_size=256,
         mem_repeats=3,

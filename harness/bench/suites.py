@@ -14,6 +14,7 @@ MODULES = {
     "scaling": "harness.bench.scaling",
     "receptive_field": "harness.bench.receptive_field",
     "kv_cache": "harness.bench.kv_cache",
+    "packing": "harness.bench.packing",     # packed (attention_varlen) vs padded tokens/s; opt-in
     "timer_selfcheck": "harness.bench.timer_selfcheck",
     "finetune": "harness.bench.finetune",   # BERT fine-tuning (its own module and profiles)
     "conformance_time": "harness.bench.conformance_time",

@@ -5,6 +5,7 @@ rebuilt from the seed (``AttnConfig.qkv``), so a shrunk counterexample replays e
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -108,3 +109,108 @@ def dropout_configs(draw, dtypes=_DTYPE) -> DropoutConfig:
     return DropoutConfig(batch=(2,), hq=h, hkv=h, L=draw(st.integers(16, 48)), S=draw(st.integers(16, 48)),
                          E=draw(st.integers(1, 16)), Ev=1, dtype=draw(dtypes), seed=draw(_SEED),
                          dropout_p=draw(st.sampled_from([0.5, 0.2, 0.3, 0.7])))
+
+
+@register
+@dataclass(frozen=True)
+class VarlenConfig(Config):
+    """Packed sequences (``attention_varlen``): sequence b has ``q_lens[b]`` queries and ``k_lens[b]``
+    keys; q (sum(q_lens), hq, E), k (sum(k_lens), hkv, E), v (sum(k_lens), hkv, Ev). ``window`` 0:
+    none; ``softcap`` 0: none; ``sinks``: one drawn logit per query head."""
+
+    q_lens: tuple[int, ...]
+    k_lens: tuple[int, ...]
+    hq: int
+    hkv: int
+    E: int
+    Ev: int
+    dtype: str
+    seed: int
+    causal: bool = False
+    window: int = 0
+    softcap: float = 0.0
+    sinks: bool = False
+
+    @property
+    def total_q(self) -> int:
+        return sum(self.q_lens)
+
+    @property
+    def total_k(self) -> int:
+        return sum(self.k_lens)
+
+    def cu_seqlens(self, device="cpu"):
+        """(cu_seqlens_q, cu_seqlens_k), each (B + 1,) int32."""
+        def cu(lens):
+            return torch.tensor([0, *itertools.accumulate(lens)], dtype=torch.int32, device=device)
+        return cu(self.q_lens), cu(self.k_lens)
+
+    def qkv(self, device="cpu"):
+        """Random packed q, k, v in the configured dtype (drawn in float32 from the seed)."""
+        g = self.generator()
+        q = torch.randn(self.total_q, self.hq, self.E, generator=g)
+        k = torch.randn(self.total_k, self.hkv, self.E, generator=g)
+        v = torch.randn(self.total_k, self.hkv, self.Ev, generator=g)
+        return tuple(t.to(self.torch_dtype).to(device) for t in (q, k, v))
+
+    def sink_logits(self, device="cpu"):
+        """(hq,) logits N(0, 2^2), in the configured dtype: some heads' sinks outweigh their keys."""
+        return (2 * torch.randn(self.hq, generator=self.generator(salt=5))).to(self.torch_dtype).to(device)
+
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.total_q, self.hq, self.Ev)
+
+
+_VLEN = st.one_of(st.integers(1, 24), st.sampled_from([31, 33, 40]))
+
+
+@st.composite
+def varlen_configs(draw, causal=st.booleans(), gqa: bool = False, dtypes=_DTYPE, lengths=None,
+                   distinct: bool = False, even_head: bool = False, max_batch: int = 4) -> VarlenConfig:
+    """1 ... ``max_batch`` sequences of 1 ... 40 queries (``lengths``: a strategy of (q_lens, k_lens)
+    instead). Causal: the keys as many as the queries unless ``distinct`` (Lq != Lk in some
+    sequence, both ways); non-causal: other key lengths half the time. Hq = Hkv unless ``gqa``."""
+    is_causal = draw(causal)
+    if lengths is not None:
+        q_lens, k_lens = draw(lengths)
+    else:
+        B = draw(st.integers(2 if distinct else 1, max_batch))
+        q_lens = tuple(draw(st.lists(_VLEN, min_size=B, max_size=B)))
+        if distinct or (not is_causal and draw(st.booleans())):
+            k_lens = tuple(draw(st.lists(_VLEN, min_size=B, max_size=B)))
+            if distinct and k_lens == q_lens:
+                k_lens = (q_lens[0] + draw(st.integers(1, 8)),) + k_lens[1:]
+        else:
+            k_lens = q_lens
+    hkv = draw(st.integers(1, 3))
+    group = draw(st.integers(2, 4)) if gqa else 1
+    E = draw(_EVEN_HEAD if even_head else _HEAD_DIM)
+    Ev = draw(st.one_of(st.just(E), _HEAD_DIM))
+    return VarlenConfig(q_lens=tuple(q_lens), k_lens=tuple(k_lens), hq=hkv * group, hkv=hkv, E=E, Ev=Ev,
+                        dtype=draw(dtypes), seed=draw(_SEED), causal=is_causal)
+
+
+_EVEN_HEAD = st.one_of(st.integers(1, 8).map(lambda x: 2 * x), st.sampled_from([16, 32, 64]))
+
+
+@st.composite
+def zero_lengths(draw):
+    """2 ... 5 sequences, at least one of zero length anywhere (queries, keys or both)."""
+    B = draw(st.integers(2, 5))
+    lens = [draw(st.integers(1, 20)) for _ in range(B)]
+    q_lens, k_lens = list(lens), list(lens)
+    for b in draw(st.lists(st.integers(0, B - 1), min_size=1, max_size=B - 1, unique=True)):
+        which = draw(st.sampled_from(["both", "both", "q", "k"]))
+        if which in ("both", "q"):
+            q_lens[b] = 0
+        if which in ("both", "k"):
+            k_lens[b] = 0
+    return tuple(q_lens), tuple(k_lens)
+
+
+@st.composite
+def tile_offsets(draw):
+    """A first sequence of 0 ... 129 tokens (the offset within a tile at which the next starts), then
+    1 ... 3 sequences of 1 ... 70 tokens: joins at every offset within a 64- or 128-row tile."""
+    lens = [draw(st.integers(0, 129))] + draw(st.lists(st.integers(1, 70), min_size=1, max_size=3))
+    return tuple(lens), tuple(lens)

@@ -12,11 +12,15 @@ Real patterns:
 - ``alibi_slopes`` lists the slopes from the smallest;
 - ``attention_with_kvcache`` takes ``cache_seqlens[0]`` for every batch item (a kernel written for
   a batch of one);
+- ``attention_varlen`` aligns causal queries top-left in each sequence (torch's is_causal), where
+  the sibling (FlashAttention >= 2.1) aligns them bottom-right; and so differs from dense SDPA run
+  per sequence with the bottom-right mask too;
 - ``build_model`` is the same encoder with the tanh approximation of GELU (``gelu_pytorch_tanh``,
   a fused kernel's choice) where the sibling uses the exact ``gelu``: same weights, other outputs;
 - ``bert_embeddings`` numbers positions from 2 (RoBERTa's padding_idx + 1) where BERT starts at 0.
 Caught by: the consistency section (differential LayerNorm, RMSNorm, distillation_loss,
-build_inputs, alibi_slopes, attention_with_kvcache, build_model, bert_embeddings).
+build_inputs, alibi_slopes, attention_with_kvcache, attention_varlen (and varlen against dense),
+build_model, bert_embeddings).
 """
 import torch
 
@@ -62,6 +66,23 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                                             rotary_cos, rotary_sin, rotary_interleaved)
 
 
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, window=None,
+                     scale=None, softcap=None, sinks=None):
+    if not causal:
+        return reference.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                          scale=scale, softcap=softcap, sinks=sinks)
+    out = torch.zeros(q.shape[0], q.shape[1], v.shape[-1], dtype=q.dtype)
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    for b in range(len(cq) - 1):
+        if cq[b + 1] > cq[b]:
+            qb, kb, vb = (t[s:e].transpose(0, 1)[None] for t, s, e in ((q, cq[b], cq[b + 1]), (k, ck[b], ck[b + 1]),
+                                                                        (v, ck[b], ck[b + 1])))
+            one = reference.scaled_dot_product_attention(qb, kb, vb, is_causal=True, scale=scale,  # BUG: top-left
+                                                         enable_gqa=q.shape[1] != k.shape[1])
+            out[cq[b]:cq[b + 1]] = one[0].transpose(0, 1)
+    return out
+
+
 MODEL_CLAIM = "bidirectional"
 
 
@@ -81,4 +102,4 @@ def bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_v
 
 
 __all__ = ["LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
-           "MODEL_CLAIM", "build_model", "bert_embeddings"]
+           "attention_varlen", "MODEL_CLAIM", "build_model", "bert_embeddings"]

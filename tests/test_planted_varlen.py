@@ -1,0 +1,106 @@
+"""The packed-sequence suites catch real bugs: each planted-bug target in ``tests/planted/varlen/``
+fails exactly the property meant to catch it, with the property's name and a repro line.
+
+Each case runs ONE suite test in-process (``-k``) under the derandomized ``ci`` profile. Controls:
+``reference`` and the planted base (a correct kernel on torch ops) pass every property, and a
+target that declares softcap and sinks unsupported is reported so there, not failed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planted_support import assert_caught, conformance, property_of, run_suite, suite_tests
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "planted" / "varlen"
+SUITES = ("test_varlen.py", "test_varlen_grad.py")
+
+#: (planted target, suite, the one suite test that must fail for it, what the failure must say)
+BUGS = [
+    ("keys_from_cu_seqlens_q.py", "test_varlen.py", "test_agreement", ["against dense attention run per sequence"]),
+    ("reads_to_max_seqlen.py", "test_varlen.py", "test_isolation", ["rewritten to +-1e4 changed the rows"]),
+    ("causal_per_batch.py", "test_varlen.py", "test_causal", ["causal bottom-right per sequence"]),
+    ("zero_length_ends_batch.py", "test_varlen.py", "test_zero_length", ["empty on one side or both"]),
+    ("tile_start_keys.py", "test_varlen.py", "test_tile_offsets", ["sequences start at rows"]),
+    ("gqa_round_robin.py", "test_varlen.py", "test_gqa", ["Hq="]),
+    ("window_w_plus_one.py", "test_varlen.py", "test_window",
+     ["convention mismatch", "window_extent: the code follows w+1"]),
+    ("softcap_before_scale.py", "test_varlen.py", "test_softcap", ["softcap"]),
+    ("sink_scaled.py", "test_varlen.py", "test_sinks", ["sinks"]),
+    ("rope_positions_contiguous.py", "test_varlen.py", "test_rope_packed", ["rotated in the packed row"]),
+    ("backward_not_causal.py", "test_varlen_grad.py", "test_agreement", ["float64 reference"]),
+    ("backward_previous_key.py", "test_varlen_grad.py", "test_isolation", ["must be exactly 0"]),
+]
+
+#: a correct kernel without the two options (torch's nested-jagged SDPA has neither)
+NO_OPTIONS = '''
+import sys
+sys.path.insert(0, {where!r})
+from _base import Varlen
+HARNESS_UNSUPPORTED = {{"softcap", "sinks"}}
+attention_varlen = Varlen().attention_varlen
+'''
+
+
+def test_table_is_consistent():
+    """Every planted file is listed, each bug's docstring names its real pattern and the property
+    that catches it, and every varlen property has a planted bug that it catches."""
+    files = {p.name for p in PLANTED.glob("*.py") if not p.name.startswith("_")}
+    listed = {b for b, _, _, _ in BUGS}
+    assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
+    for bug, suite, test, _ in BUGS:
+        assert test in suite_tests(suite), (suite, test)
+        doc = (PLANTED / bug).read_text()
+        assert doc.startswith('"""Planted bug'), f"{bug}: module docstring must describe the bug"
+        assert "Real pattern" in doc and f"Caught by: {property_of(suite, test)}" in doc, bug
+    for suite in SUITES:
+        assert set(suite_tests(suite)) <= {t for _, s, t, _ in BUGS if s == suite}, f"{suite}: a property without a bug"
+
+
+@pytest.mark.parametrize("bug,suite,test,messages", BUGS, ids=[b.removesuffix(".py") for b, *_ in BUGS])
+def test_planted_bug_is_caught(pytester, bug, suite, test, messages):
+    assert_caught(pytester, suite, PLANTED / bug, test, messages)
+
+
+def test_correct_targets_pass_everything(pytester, tmp_path):
+    """reference and the torch base pass every varlen property (the window named w)."""
+    report = tmp_path / "report"
+    impls = ["reference", PLANTED / "_base.py"]
+    result = run_suite(pytester, SUITES, impls, None, "--conformance-report", str(report))
+    n = sum(len(suite_tests(s)) for s in SUITES)
+    result.assert_outcomes(passed=2 * n)
+    cells = conformance(report)
+    for target in ("reference", str(PLANTED / "_base.py")):
+        for suite in SUITES:
+            for test in suite_tests(suite):
+                cell = cells[(property_of(suite, test), target)]
+                assert cell in ("pass", "convention:w"), (test, target, cell)
+
+
+def test_declared_options_are_unsupported_not_failed(pytester, tmp_path):
+    report = tmp_path / "report"
+    target = tmp_path / "no_options.py"
+    target.write_text(NO_OPTIONS.format(where=str(PLANTED)))
+    result = run_suite(pytester, ["test_varlen.py"], [target], "test_softcap or test_sinks or test_gqa",
+                       "--conformance-report", str(report))
+    result.assert_outcomes(passed=1, skipped=2)
+    cells = conformance(report)
+    for prop in ("varlen.softcap", "varlen.sinks"):
+        assert cells[(prop, str(target))].startswith("unsupported (declared:"), cells
+
+
+def test_torch_nested_control_passes_what_it_takes(pytester, tmp_path):
+    """harness.adapters.torch_nested_attention (torch's nested jagged SDPA): every property it can
+    be checked on passes, the ones it declares (causal, window, softcap, sinks) are reported
+    unsupported, and the RoPE property skips (it has no apply_rotary_embedding)."""
+    report = tmp_path / "report"
+    target = "harness.adapters.torch_nested_attention"
+    result = run_suite(pytester, SUITES, [target], None, "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-3000:]
+    cells = conformance(report)
+    for prop in ("varlen.causal", "varlen.window", "varlen.softcap", "varlen.sinks"):
+        assert cells[(prop, target)].startswith("unsupported"), (prop, cells[(prop, target)])
+    for prop in ("varlen.isolation", "varlen.zero_length", "varlen.gqa", "varlen_grad.isolation"):
+        assert cells[(prop, target)].startswith("pass"), (prop, cells[(prop, target)])
