@@ -20,7 +20,7 @@ configuration, drawn or explicit):
   a repro line replays the fitted configuration;
 - at most ``MAX_HEADS`` query heads: (Hq, Hkv) is halved while Hq is above it, keeping the group
   ratio and several KV heads ((32, 4) -> (16, 2)) or MQA ((32, 1) -> (16, 1));
-- head dims, dtypes and seeds are kept;
+- head dims, dtypes and seeds are kept; a history's calls are fitted one by one;
 - a property checks at most ``EXAMPLE_SHARE`` of the Hypothesis profile's examples (10 of the
   ci and dev profiles' 30, the explicit tile-boundary examples first; ``over_budget``): the
   examples past that pass without a call;
@@ -157,7 +157,11 @@ def shrink(value: int, tiles: tuple[int, ...]) -> int:
 
 
 def fit(cfg, tiles: tuple[int, ...] | None):
-    """``cfg`` with its lengths fitted to an interpreted kernel's tiles (unchanged when small)."""
+    """``cfg`` with its lengths fitted to an interpreted kernel's tiles (unchanged when small); a
+    history (``HistoryConfig``: calls held as JSON) has each of its calls fitted."""
+    if type(cfg).__name__ == "HistoryConfig":
+        calls = tuple(fit(c, tiles).to_json() for c in cfg.configs())
+        return dataclasses.replace(cfg, calls=calls) if calls != cfg.calls else cfg
     fields = LENGTH_FIELDS.get(type(cfg).__name__)
     if not fields:
         return cfg
