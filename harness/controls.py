@@ -78,8 +78,9 @@ KNOWN_BUGGY: dict[str, str] = {
     "rotary_embedding_torch_0_8_2": "a call at an offset writes the table's first rows (rope_module.call_sequences)",
     "xtransformers_1_0_1_t5_bias": "queries aligned to the start of the keys (t5_bias.end_alignment)",
     "xtransformers_1_22_16_alibi": "its cache slices the first queries' rows (alibi_module.call_sequences)",
-    "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates batch items past the "
-                       "first wrong (rope.agreement at L = 1; found by the sweep, 2026-12-03)",
+    "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates the rows wrong: its row "
+                       "stride is read from the size-1 L dim (rope.agreement at L = 1; found by the sweep, "
+                       "2026-12-03; 0.8.5 is the newest release)",
 }
 
 #: modules of harness/adapters/ that are not targets: module -> what they are
