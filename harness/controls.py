@@ -64,6 +64,9 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.0.2", "x-transformers", "1.0.2")),
     _adapter("xtransformers_1_22_17_alibi", "1.22.17 fixed 1.22.16's ALiBi cache sliced from the start",
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
+    _adapter("liger_positions_hf_layout", "liger-kernel 0.8.5's Triton RoPE given q and its gradient in the "
+             "layout it assumes (Hugging Face's); its other layouts are liger_positions, known-buggy",
+             library=("liger_kernel", "pip install --no-deps liger-kernel==0.8.5 triton==3.9.0")),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
     Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=("triton", _TRITON)),
     Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=("triton", _TRITON)),

@@ -83,6 +83,11 @@ def test_liger_rope_decode_step_bug_is_caught(capsys):
                 "harness.adapters.liger_positions", "--config", config])
     out = capsys.readouterr().out
     assert code == 1 and "[rope.agreement] property violated" in out and "at index (1," in out, out[-2000:]
+    # the same kernel given q in the layout it assumes (Hugging Face's) passes the same configuration
+    code = cli(["repro", "suites/positions/test_rope.py::check_agreement", "--impl",
+                "harness.adapters.liger_positions_hf_layout", "--config", config])
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
 
 
 #: liger-kernel 0.8.5's rope_forward, called directly on the two physical layouts of a (B, H, 1, D) q
