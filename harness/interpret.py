@@ -45,6 +45,8 @@ TIMEOUT_FACTOR = 10.0
 MAX_HEADS = 16
 #: the share of the Hypothesis profile's examples an interpreted target's property checks
 EXAMPLE_SHARE = 1 / 3
+#: checks per property of an interpreted target, fixed (``budget``; unset: ``EXAMPLE_SHARE``)
+CHECKS_ENV = "HARNESS_INTERPRET_CHECKS"
 #: why ``harness bench`` records every point of an interpreted target as skipped
 BENCH_SKIP = ("interpreted (TRITON_INTERPRET=1): a Triton kernel run by Triton's interpreter on a CPU is "
               "about 1000x slower than compiled, so its timings would measure the interpreter; run the "
@@ -124,8 +126,13 @@ def uses_triton(module) -> bool:
 
 def budget() -> int:
     """Checks per property for an interpreted target: ``EXAMPLE_SHARE`` of the profile's examples
-    (at least every explicit example of the largest tile-boundary regime, 8)."""
+    (at least every explicit example of the largest tile-boundary regime, 8), or ``$CHECKS_ENV``
+    where it is set (CI's self-test of every suite, ``tests/test_triton_suites.py``: fewer checks,
+    the explicit tile-boundary examples first)."""
     from hypothesis import settings
+    fixed = os.environ.get(CHECKS_ENV, "").strip()
+    if fixed:
+        return max(1, int(fixed))
     return max(8, round(settings.default.max_examples * EXAMPLE_SHARE))
 
 
