@@ -1,6 +1,6 @@
 """Triton kernels under Triton's interpreter: each planted Triton bug is caught on a CPU by the
-property named (the correct kernels, ``reference/triton/``, pass those properties and every other
-applicable one: ``tests/test_triton_suites.py``).
+property named, and the correct kernels (``reference/triton/``) pass those same properties (every
+other applicable one too: ``tests/test_triton_suites.py``, opt-in until it fits CI's budget).
 
 Every target in ``tests/planted/triton/`` is a reference Triton kernel with one edit
 (``_mutant.py``: the edit is the planted file's one-line diff), run as a user's Triton file is:
@@ -44,6 +44,26 @@ BUGS = [
 def test_planted_triton_bug_caught(pytester, bug, suite, test, messages):
     out = assert_caught(pytester, suite, PLANTED / bug, test, messages)
     assert "interpreted (TRITON_INTERPRET=1)" in out, "the header does not say the target is interpreted"
+
+
+#: the correct kernels pass every property that catches a planted bug (the controls; every other
+#: applicable property: tests/test_triton_suites.py, opt-in until it fits CI's budget)
+CONTROLS = [
+    ("reference.triton.flash_attention", ["test_attention.py", "test_attention_masks.py"],
+     "test_agreement or test_causal or test_gqa"),
+    ("reference.triton.flash_attention", ["test_attention_grad.py"], "test_agreement"),
+    ("reference.triton.norms", ["test_norm_grad.py"], "test_rmsnorm"),
+    ("reference.triton.kvcache", ["test_kvcache.py"], "test_unfilled_slots"),
+]
+
+
+@pytest.mark.parametrize("module,suites,k", CONTROLS, ids=[f"{c[0]}-{c[1][0]}" for c in CONTROLS])
+def test_correct_triton_kernel_passes(pytester, module, suites, k):
+    result = run_suite(pytester, suites, [module], k)
+    out = result.stdout.str()
+    assert "interpreted (TRITON_INTERPRET=1)" in out
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 1, out[-3000:]
 
 
 def test_liger_rope_adapter_passes_under_the_interpreter(pytester):

@@ -8,9 +8,11 @@ names; the others' cells are "skipped (... has no attribute ...)". Asserted: no 
 errs, every applicable family checked at least one configuration, and every cell that did not run
 says why in words this test knows (not provided, declared unsupported, needs a second target).
 
-Without triton these skip with the install command, except under ``$HARNESS_REQUIRE_TRITON`` (CI
-installs it). Cost: the CI share is in notes/MEASUREMENTS.md ("Triton suites in CI"); the parts
-below are split so that ``-n 2`` spreads them.
+Opt-in (``$HARNESS_TRITON_SUITES=1``): measured at 25 min with ``-n 2`` on the busy 2-core machine
+(notes/MEASUREMENTS.md, "Triton suites in CI"), far over CI's share, so CI runs the properties that
+catch the planted bugs (``tests/test_planted_triton.py``) and ``harness sweep`` the full profile.
+Without triton these skip with the install command, except under ``$HARNESS_REQUIRE_TRITON``. The
+parts below are split so that ``-n 2`` spreads them.
 """
 from __future__ import annotations
 
@@ -25,7 +27,13 @@ from planted_support import SUITES, run_suite
 from harness import sweep_table
 from harness.interpret import CHECKS_ENV, HEADER, INSTALL
 
-if importlib.util.find_spec("triton") is None:
+#: opt-in until it fits CI's budget: 25 min with -n 2 at load 10 (notes/MEASUREMENTS.md, "Triton suites in CI")
+OPT_IN = "HARNESS_TRITON_SUITES"
+
+if not os.environ.get(OPT_IN):
+    pytestmark = pytest.mark.skip(reason=f"every suite against the Triton kernels, interpreted, takes ~25 min with "
+                                  f"-n 2 on a busy 2-core machine: set ${OPT_IN}=1 to run it")
+elif importlib.util.find_spec("triton") is None:
     if os.environ.get("HARNESS_REQUIRE_TRITON"):
         raise RuntimeError(f"triton is required here ($HARNESS_REQUIRE_TRITON): {INSTALL}")
     pytestmark = pytest.mark.skip(reason=f"triton is not installed: {INSTALL}")
