@@ -70,6 +70,9 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
     _adapter("torch_kvcache", "PyTorch's PagedAttention (its page table, cache update and physical block mask) on "
              "eager flex_attention: linear and paged caches, softcap, sinks"),
+    _adapter("liger_positions_hf_layout", "liger-kernel 0.8.5's Triton RoPE given q and its gradient in the "
+             "layout it assumes (Hugging Face's); its other layouts are liger_positions, known-buggy",
+             library=("liger_kernel", "pip install --no-deps liger-kernel==0.8.5 triton==3.9.0")),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
     Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=("triton", _TRITON)),
     Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=("triton", _TRITON)),
@@ -84,8 +87,9 @@ KNOWN_BUGGY: dict[str, str] = {
     "rotary_embedding_torch_0_8_2": "a call at an offset writes the table's first rows (rope_module.call_sequences)",
     "xtransformers_1_0_1_t5_bias": "queries aligned to the start of the keys (t5_bias.end_alignment)",
     "xtransformers_1_22_16_alibi": "its cache slices the first queries' rows (alibi_module.call_sequences)",
-    "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates batch items past the "
-                       "first wrong (rope.agreement at L = 1; found by the sweep, 2026-12-03)",
+    "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates the rows wrong: its row "
+                       "stride is read from the size-1 L dim (rope.agreement at L = 1; found by the sweep, "
+                       "2026-12-03; 0.8.5 is the newest release)",
 }
 
 #: modules of harness/adapters/ that are not targets: module -> what they are

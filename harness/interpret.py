@@ -20,7 +20,7 @@ configuration, drawn or explicit):
   a repro line replays the fitted configuration;
 - at most ``MAX_HEADS`` query heads: (Hq, Hkv) is halved while Hq is above it, keeping the group
   ratio and several KV heads ((32, 4) -> (16, 2)) or MQA ((32, 1) -> (16, 1));
-- head dims, dtypes and seeds are kept;
+- head dims, dtypes and seeds are kept; a history's calls are fitted one by one;
 - a property checks at most ``EXAMPLE_SHARE`` of the Hypothesis profile's examples (10 of the
   ci and dev profiles' 30, the explicit tile-boundary examples first; ``over_budget``): the
   examples past that pass without a call;
@@ -45,6 +45,8 @@ TIMEOUT_FACTOR = 10.0
 MAX_HEADS = 16
 #: the share of the Hypothesis profile's examples an interpreted target's property checks
 EXAMPLE_SHARE = 1 / 3
+#: checks per property of an interpreted target, fixed (``budget``; unset: ``EXAMPLE_SHARE``)
+CHECKS_ENV = "HARNESS_INTERPRET_CHECKS"
 #: why ``harness bench`` records every point of an interpreted target as skipped
 BENCH_SKIP = ("interpreted (TRITON_INTERPRET=1): a Triton kernel run by Triton's interpreter on a CPU is "
               "about 1000x slower than compiled, so its timings would measure the interpreter; run the "
@@ -125,8 +127,13 @@ def uses_triton(module) -> bool:
 
 def budget() -> int:
     """Checks per property for an interpreted target: ``EXAMPLE_SHARE`` of the profile's examples
-    (at least every explicit example of the largest tile-boundary regime, 8)."""
+    (at least every explicit example of the largest tile-boundary regime, 8), or ``$CHECKS_ENV``
+    where it is set (CI's self-test of every suite, ``tests/test_triton_suites.py``: fewer checks,
+    the explicit tile-boundary examples first)."""
     from hypothesis import settings
+    fixed = os.environ.get(CHECKS_ENV, "").strip()
+    if fixed:
+        return max(1, int(fixed))
     return max(8, round(settings.default.max_examples * EXAMPLE_SHARE))
 
 
@@ -158,7 +165,11 @@ def shrink(value: int, tiles: tuple[int, ...]) -> int:
 
 
 def fit(cfg, tiles: tuple[int, ...] | None):
-    """``cfg`` with its lengths fitted to an interpreted kernel's tiles (unchanged when small)."""
+    """``cfg`` with its lengths fitted to an interpreted kernel's tiles (unchanged when small); a
+    history (``HistoryConfig``: calls held as JSON) has each of its calls fitted."""
+    if type(cfg).__name__ == "HistoryConfig":
+        calls = tuple(fit(c, tiles).to_json() for c in cfg.configs())
+        return dataclasses.replace(cfg, calls=calls) if calls != cfg.calls else cfg
     fields = LENGTH_FIELDS.get(type(cfg).__name__)
     if not fields:
         return cfg

@@ -131,6 +131,25 @@ def test_shell_script_parses():
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
 
 
+def test_dry_run_plans_every_stage_with_the_triton_stages_last(tmp_path):
+    """HARNESS_DRY_RUN=1 runs no stage: it prints each one's command at its whole budget (the worst
+    case), so the plan shows that the Triton stages (issue 22) get what the others leave."""
+    env = dict(os.environ, HARNESS_DRY_RUN="1", OUT=str(tmp_path / "out"), HARNESS_RUN_DIR=str(tmp_path / "run"),
+               HARNESS_DEVICE_ASSETS=str(tmp_path / "none"))
+    env.pop("HARNESS_STAGES", None)
+    proc = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    st = _stages(tmp_path / "out")
+    assert list(st) == ["bench", "finetune", "finetune_swap", "conformance", "triton_conformance", "triton_bench"]
+    assert all(s["status"] == "dry run" for s in list(st.values())[:5]), st
+    assert st["triton_bench"]["status"] == "skipped: deadline"  # every earlier stage at its whole budget
+    tcheck = st["triton_conformance"]["command"]
+    for module in ("flash_attention", "kvcache", "norms", "rope", "rope_interleaved"):
+        assert f"--impl reference.triton.{module} " in tcheck
+    assert "--device cuda" in tcheck and "triton_bench/conformance" in tcheck
+    assert not (tmp_path / "run" / "bench").exists()  # nothing ran
+
+
 # ------------------------------------------------------------------ packing
 
 def test_manifest_records_the_hashes_rounding_and_sizes(packed):
@@ -324,8 +343,11 @@ def test_full_rehearsal_every_stage_exits_0(packed, tmp_path):
     proc, out = _rehearse(packed, tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     st = _stages(out)
-    assert list(st) == ["bench", "finetune", "finetune_swap", "conformance"]
-    assert all(s["exit_code"] == 0 and not s["timed_out"] for s in st.values()), st
+    assert list(st) == ["bench", "finetune", "finetune_swap", "conformance", "triton_conformance", "triton_bench"]
+    ran = {k: s for k, s in st.items() if s["status"] == "ran"}  # the Triton stages: skipped without triton
+    assert set(st) - set(ran) <= ({"triton_conformance", "triton_bench"}
+                                  if importlib.util.find_spec("triton") is None else set()), st
+    assert all(s["exit_code"] == 0 and not s["timed_out"] for s in ran.values()), st
     dest = tmp_path / "baseline"
     assert unpack_baseline.main([str(out / "gpu-run.tar.gz"), "--dest", str(dest), "--no-plots"]) == 0
     rows = [json.loads(line) for line in (dest / "finetune_swap" / "results.jsonl").read_text().splitlines()]

@@ -76,3 +76,14 @@ def test_a_triton_file_is_interpreted_on_cpu_with_a_longer_limit(tmp_path):
         assert target.worker.timeout == 10 * interpret.TIMEOUT_FACTOR
     finally:
         target.close()
+
+
+def test_fit_fits_each_call_of_a_history():
+    """A history (``history.<name>``) holds its calls as JSON: each is fitted as a single call is,
+    so an interpreted kernel's history property gets the same small lengths as its own family."""
+    from harness.configs import HistoryConfig
+    calls = (*regimes.AGREEMENT[:3], *regimes.GQA[:1])
+    history = HistoryConfig(name="scaled_dot_product_attention", calls=tuple(c.to_json() for c in calls))
+    fitted = interpret.fit(history, (64,))
+    assert fitted.configs() == [interpret.fit(c, (64,)) for c in calls]
+    assert interpret.fit(fitted, (64,)) == fitted

@@ -1,5 +1,6 @@
 """Triton kernels under Triton's interpreter: each planted Triton bug is caught on a CPU by the
-property named, and the correct kernels (``reference/triton/``) pass those same properties.
+property named, and the correct kernels (``reference/triton/``) pass those same properties (every
+other applicable one too: ``tests/test_triton_suites.py``, opt-in until it fits CI's budget).
 
 Every target in ``tests/planted/triton/`` is a reference Triton kernel with one edit
 (``_mutant.py``: the edit is the planted file's one-line diff), run as a user's Triton file is:
@@ -45,7 +46,8 @@ def test_planted_triton_bug_caught(pytester, bug, suite, test, messages):
     assert "interpreted (TRITON_INTERPRET=1)" in out, "the header does not say the target is interpreted"
 
 
-#: the correct kernels pass every property that catches a planted bug (the controls)
+#: the correct kernels pass every property that catches a planted bug (the controls; every other
+#: applicable property: tests/test_triton_suites.py, opt-in until it fits CI's budget)
 CONTROLS = [
     ("reference.triton.flash_attention", ["test_attention.py", "test_attention_masks.py"],
      "test_agreement or test_causal or test_gqa"),
@@ -81,15 +83,19 @@ def test_liger_rope_adapter_passes_under_the_interpreter(pytester):
     result.assert_outcomes(passed=2)
 
 
-def test_liger_rope_decode_step_bug_is_caught(capsys):
-    """A real bug of liger-kernel 0.8.5, found by the false-alarm sweep (so liger is a known-buggy
-    release in ``harness.controls``, not a control): on a contiguous (B, H, 1, D) q, batch items
-    past the first are rotated wrong (the kernel's row stride is read from a size-1 dim's view).
-    The sweep's shrunk configuration, replayed: rope.agreement names it."""
+def _need_liger():
     if importlib.util.find_spec("liger_kernel") is None:
         if os.environ.get("HARNESS_REQUIRE_TRITON"):
             pytest.fail("required here ($HARNESS_REQUIRE_TRITON): pip install --no-deps liger-kernel==0.8.5")
         pytest.skip("liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5")
+
+
+def test_liger_rope_decode_step_bug_is_caught(capsys):
+    """A real bug of liger-kernel 0.8.5, found by the false-alarm sweep (so liger is a known-buggy
+    release in ``harness.controls``, not a control): on a contiguous (B, H, 1, D) q, batch items
+    past the first are rotated wrong (the kernel's row stride is read from a size-1 dim's view:
+    the next test). The sweep's shrunk configuration, replayed: rope.agreement names it."""
+    _need_liger()
     from harness.cli import main as cli
     config = ('{"type":"RopeConfig","batch":2,"heads":2,"L":1,"D":4,"dtype":"float32","base":10000.0,'
               '"offset":7,"spread":0,"per_batch":false,"shift":0,"seed":1}')
@@ -97,3 +103,56 @@ def test_liger_rope_decode_step_bug_is_caught(capsys):
                 "harness.adapters.liger_positions", "--config", config])
     out = capsys.readouterr().out
     assert code == 1 and "[rope.agreement] property violated" in out and "at index (1," in out, out[-2000:]
+    # the same kernel given q in the layout it assumes (Hugging Face's) passes the same configuration
+    code = cli(["repro", "suites/positions/test_rope.py::check_agreement", "--impl",
+                "harness.adapters.liger_positions_hf_layout", "--config", config])
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+
+
+#: liger-kernel 0.8.5's rope_forward, called directly on the two physical layouts of a (B, H, 1, D) q
+LIGER_LAYOUTS = r"""
+import json, torch
+from liger_kernel.ops.rope import LigerRopeFunction
+B, H, D = 2, 2, 4
+theta = 10000.0 ** (-2 * torch.arange(D // 2, dtype=torch.float64) / D)
+angles = torch.cat([7 * theta, 7 * theta])[None, None]          # position 7, each frequency twice
+cos, sin = angles.cos().float(), angles.sin().float()            # (1, 1, D)
+def want(q):
+    half = torch.cat([-q[..., D // 2:], q[..., :D // 2]], -1)
+    return q * cos[:, None] + half * sin[:, None]
+torch.manual_seed(0)
+x = torch.randn(B, H, 1, D)
+hf = torch.empty(B, 1, H, D).copy_(x.transpose(1, 2)).transpose(1, 2)  # HF: a view of (B, L, H, D)
+out = {}
+for name, q in (("contiguous", x.clone()), ("hf_view", hf)):
+    got, _ = LigerRopeFunction.apply(q.clone() if name == "contiguous" else q, x[:, :1].clone(), cos, sin)
+    out[name] = {"row_stride": q.transpose(1, 2).stride(1),
+                 "error": [float((got[b] - want(x)[b]).abs().max()) for b in range(B)]}
+print(json.dumps(out))
+"""
+
+
+def test_liger_rope_decode_bug_is_the_row_stride_of_a_size_1_dim():
+    """The cause, pinned in liger 0.8.5's source (``liger_kernel/ops/rope.py``; 0.8.5 is the newest
+    release on PyPI, 2026-12-03): ``rope_forward`` takes ``q.transpose(1, 2)`` (B, L, H, D), calls
+    ``.contiguous()`` and launches one program per row ``pid = b * L + l`` at ``pid * q.stride(1)``,
+    which holds only when ``stride(0) == L * stride(1)``. For a contiguous (B, H, 1, D) q the
+    transposed view's size-1 dim keeps the L dim's stride D, PyTorch counts the view contiguous
+    (a size-1 dim's stride is not looked at), so nothing is copied, and program b starts D elements
+    on, not H * D: batch item 0's later heads are rotated twice, and the later batch items read the
+    wrong heads. Hugging Face's decode step passes q as a view of its (B, 1, H, D) projection,
+    whose row stride is H * D: that call is right. The backward (``rope_backward``) indexes the
+    same way. Not the interpreter's doing: the stride is computed on the host before the launch."""
+    _need_liger()
+    import json
+    import subprocess
+    import sys
+    env = dict(os.environ, TRITON_INTERPRET="1")  # before liger's @triton.jit kernels are defined
+    proc = subprocess.run([sys.executable, "-c", LIGER_LAYOUTS], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    H, D = 2, 4
+    assert got["contiguous"]["row_stride"] == D and got["hf_view"]["row_stride"] == H * D
+    assert all(e > 0.1 for e in got["contiguous"]["error"]), got  # both batch items wrong
+    assert all(e < 1e-6 for e in got["hf_view"]["error"]), got

@@ -14,10 +14,14 @@
   the adapter's first run); Hugging Face's callers never reuse either, so the adapter gives it a
   copy of x and a fresh gradient.
 - A bug of liger 0.8.5 this adapter shows (found by ``harness sweep``; ``tests/test_planted_triton.py``):
-  on a contiguous (B, H, 1, D) q (a decode step) batch items past the first are rotated wrong
-  (``rope.agreement`` at L = 1). ``rope_forward`` reads the row stride as ``q.stride(1)`` of
-  ``q.transpose(1, 2)``, where a size-1 dim's stride is arbitrary and ``.contiguous()`` copies
-  nothing (not confirmed on a GPU).
+  on a contiguous (B, H, 1, D) q (a decode step) the rows are rotated wrong (``rope.agreement`` at
+  L = 1). Cause, pinned in its ``rope_forward``: the kernel starts row ``pid = b * L + l`` at
+  ``pid * q.stride(1)`` of ``q.transpose(1, 2)`` (B, L, H, D). At L = 1 that size-1 dim keeps the
+  stride D of q's L dim, PyTorch counts the view contiguous, so ``.contiguous()`` copies nothing,
+  and program b starts D elements on instead of H * D (batch item 0's later heads are rotated
+  twice, the later items read the wrong heads); ``rope_backward`` does the same. Hugging Face's
+  decode step passes q as a view of its (B, 1, H, D) projection (row stride H * D), which is
+  right. 0.8.5 is the newest release on PyPI (2026-12-03): no release to hold as the fixed one.
 
 What of liger-kernel 0.8.5 does NOT run under the interpreter (triton 3.9), and so has no
 adapter: its LayerNorm, RMSNorm and SwiGLU kernels stop with ``'float' object has no attribute

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The ONE command for the lent GPU machine (notes/GPU_RUN.md):
 #
-#     run(command="bash scripts/device/gpu_baseline.sh", carry=[".device"], timeout_s=560)
+#     run(command="bash scripts/device/gpu_baseline.sh", carry=[".device"], timeout_s=590)
 #
 # Stages, in priority order, each under `timeout` with its own budget (SIGINT first, so pytest
 # still writes its conformance table and Python unwinds; SIGKILL 15 s later). Seconds a stage
 # leaves unused roll over to the next; a stage never gets more than what is left before the
-# overall deadline, so the script ends by ~8.5 min even when a stage hangs:
+# overall deadline, so the script ends by ~9.6 min even when a stage hangs:
 #   bench          harness bench, suites scaling,receptive_field,kv_cache,timer_selfcheck, --profile gpu
 #   finetune       harness bench --suite finetune --cases majority_class,reference
 #   finetune_swap  --cases swap.sdpa,swap.layernorm into its own folder, seeded with finetune's rows
@@ -14,10 +14,19 @@
 #   conformance    harness check --impl reference --hypothesis-profile ci -- --device cuda, the table written
 #                  to RUN/bench/conformance/ (inside the bench run folder, where `harness report`
 #                  reads it: notes/RESULTS_SCHEMA.md)
+#   triton_conformance  the same check against the Triton reference kernels (reference/triton/, issue 22),
+#                  compiled on the GPU (no "interpreted" header line), the table written to
+#                  RUN/triton_bench/conformance/
+#   triton_bench   harness bench --impl reference.triton.flash_attention --suite scaling --cases
+#                  target.sdpa,target.sliding_window into RUN/triton_bench: the tiled kernel's fast rows,
+#                  reported beside bench/'s naive and SDPA rows
+# The Triton stages come last: they run on what the others leave of the deadline (notes/GPU_RUN.md
+# gives the warm-machine rerun that measures them when nothing is left). Where triton cannot be
+# imported they are recorded "skipped: triton not installed" (a CPU rehearsal without it).
 # The harness writes results.jsonl row by row, so a stage cut short still leaves its finished points.
 #
 # Returned in $OUT (after every stage, and by the EXIT trap): gpu-run.tar.gz (the run folder RUN:
-# bench/ finetune/ finetune_swap/ logs/ stages.json device_manifest.json), gpu-run.log (this
+# bench/ finetune/ finetune_swap/ triton_bench/ logs/ stages.json device_manifest.json), gpu-run.log (this
 # script's whole output), stages.json (per stage: exit code, seconds, timed out?). The report is
 # built later, locally: python scripts/device/unpack_baseline.py OUT/gpu-run.tar.gz
 #
@@ -25,17 +34,27 @@
 #   HARNESS_REHEARSE=1          CPU rehearsal: --device cpu, bench --profile tiny, finetune --profile
 #                               tiny (= the smoke fine-tune), conformance on a -k subset, small budgets,
 #                               OUT defaults to runs/device-rehearsal/out
-#   HARNESS_STAGES              comma-separated subset (default bench,finetune,finetune_swap,conformance;
-#                               they always run in that order)
+#   HARNESS_STAGES              comma-separated subset (default bench,finetune,finetune_swap,conformance,
+#                               triton_conformance,triton_bench; they always run in that order)
 #   HARNESS_BUDGET_BENCH, HARNESS_BUDGET_FINETUNE, HARNESS_BUDGET_FINETUNE_SWAP,
-#   HARNESS_BUDGET_CONFORMANCE  seconds per stage (defaults below)
-#   HARNESS_DEADLINE_S          the whole script, from its start (default 510; rehearsal 300)
+#   HARNESS_BUDGET_CONFORMANCE, HARNESS_BUDGET_TRITON_CONFORMANCE,
+#   HARNESS_BUDGET_TRITON_BENCH seconds per stage (defaults below)
+#   HARNESS_DEADLINE_S          the whole script, from its start (default 560; rehearsal 300)
 #   HARNESS_ROLLOVER=0          a stage's unused seconds do not go to the next one
 #   HARNESS_INNER_MARGIN_S      the bench stages get --time-budget-s = their budget minus this (35)
 #   HARNESS_RESUME=1            keep RUN from an earlier call on the same (still warm) machine and pass
 #                               --resume: only the missing points are measured
 #   HARNESS_CHECK_K             pytest -k expression for the conformance stage ('' = everything)
 #   HARNESS_CHECK_ARGS          extra pytest arguments for the conformance stage (e.g. "-n 4")
+#   HARNESS_TRITON_IMPLS        the Triton targets of triton_conformance (space-separated; default the five
+#                               modules of reference/triton; rehearsal: reference.triton.norms)
+#   HARNESS_TRITON_K            pytest -k expression for triton_conformance ('' = everything; rehearsal:
+#                               'rmsnorm and not grad')
+#   HARNESS_TRITON_ARGS         extra pytest arguments for triton_conformance (default "-n 4": the first
+#                               call of each configuration compiles its kernels, so the workers compile
+#                               in parallel; '' for none)
+#   HARNESS_DRY_RUN=1           print each stage's command and budget and run none (no GPU, no Python
+#                               stage): check the plan with `HARNESS_DRY_RUN=1 bash gpu_baseline.sh`
 #   HARNESS_DEVICE_ASSETS       the packed assets (default .device; scripts/device/pack_assets.py)
 #   HARNESS_RUN_DIR             where the run folder is built (default runs/gpu-run)
 #   HARNESS_DEVICE              the torch device (default cuda; rehearsal cpu)
@@ -53,18 +72,30 @@ if [ "$REHEARSE" = 1 ]; then
   DEADLINE="${HARNESS_DEADLINE_S:-300}"
   B_BENCH="${HARNESS_BUDGET_BENCH:-90}"; B_FT="${HARNESS_BUDGET_FINETUNE:-90}"
   B_SWAP="${HARNESS_BUDGET_FINETUNE_SWAP:-60}"; B_CONF="${HARNESS_BUDGET_CONFORMANCE:-60}"
+  B_TCONF="${HARNESS_BUDGET_TRITON_CONFORMANCE:-90}"; B_TBENCH="${HARNESS_BUDGET_TRITON_BENCH:-45}"
   CHECK_K="${HARNESS_CHECK_K-t5_bucket or sinusoidal}"
+  TRITON_IMPLS="${HARNESS_TRITON_IMPLS:-reference.triton.norms}"
+  TRITON_K="${HARNESS_TRITON_K-rmsnorm and not grad}"; TRITON_ARGS="${HARNESS_TRITON_ARGS-}"
   : "${OUT:=$REPO/runs/device-rehearsal/out}"
 else
   DEV="${HARNESS_DEVICE:-cuda}"; BENCH_PROFILE=gpu; FT_PROFILE=gpu
-  DEADLINE="${HARNESS_DEADLINE_S:-510}"
+  DEADLINE="${HARNESS_DEADLINE_S:-560}"
   B_BENCH="${HARNESS_BUDGET_BENCH:-150}"; B_FT="${HARNESS_BUDGET_FINETUNE:-200}"
   B_SWAP="${HARNESS_BUDGET_FINETUNE_SWAP:-100}"; B_CONF="${HARNESS_BUDGET_CONFORMANCE:-45}"
+  B_TCONF="${HARNESS_BUDGET_TRITON_CONFORMANCE:-90}"; B_TBENCH="${HARNESS_BUDGET_TRITON_BENCH:-60}"
   CHECK_K="${HARNESS_CHECK_K-}"
-  if [ -z "${OUT:-}" ]; then OUT="$REPO/runs/device-out"; echo "warning: \$OUT is unset; writing to $OUT" >&2; fi
+  TRITON_IMPLS="${HARNESS_TRITON_IMPLS:-reference.triton.flash_attention reference.triton.kvcache reference.triton.norms reference.triton.rope reference.triton.rope_interleaved}"
+  TRITON_K="${HARNESS_TRITON_K-}"; TRITON_ARGS="${HARNESS_TRITON_ARGS--n 4}"
+  if [ -z "${OUT:-}" ] && [ "${HARNESS_DRY_RUN:-0}" != 1 ]; then
+    OUT="$REPO/runs/device-out"; echo "warning: \$OUT is unset; writing to $OUT" >&2
+  fi
 fi
-STAGES="${HARNESS_STAGES:-bench,finetune,finetune_swap,conformance}"
+STAGES="${HARNESS_STAGES:-bench,finetune,finetune_swap,conformance,triton_conformance,triton_bench}"
+DRY_RUN="${HARNESS_DRY_RUN:-0}"
 RUN="${HARNESS_RUN_DIR:-$REPO/runs/gpu-run}"
+if [ "$DRY_RUN" = 1 ]; then  # a plan, not a run: nothing of an earlier run is touched
+  DRY_DIR="$(mktemp -d)"; RUN="${HARNESS_RUN_DIR:-$DRY_DIR/gpu-run}"; : "${OUT:=$DRY_DIR/out}"
+fi
 ASSETS="${HARNESS_DEVICE_ASSETS:-$REPO/.device}"
 RESERVE_S=15   # kept back from the deadline for the final packing
 #: `harness bench --time-budget-s` = the stage's budget minus this: the bench then stops starting
@@ -122,7 +153,8 @@ if compgen -G "$ASSETS/wheels/*.whl" > /dev/null; then
   fi
 fi
 
-elapsed_s() { echo $(( ($(date +%s%N) - T0_NS) / 1000000000 )); }
+DRY_ELAPSED=0  # dry run: the seconds the stages planned so far would take (each its whole budget)
+elapsed_s() { echo $(( ($(date +%s%N) - T0_NS) / 1000000000 + DRY_ELAPSED )); }
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\t'/ }; printf '"%s"' "$s"; }
 
 write_stages_json() {  # stages.tsv -> stages.json (RUN and OUT)
@@ -198,6 +230,12 @@ run_stage() {  # run_stage NAME BUDGET_S COMMAND...
   [ "$inner" -lt 5 ] && inner=5
   for a in "$@"; do args+=("${a//@INNER_BUDGET@/$inner}"); done
   set -- "${args[@]}"
+  if [ "$DRY_RUN" = 1 ]; then  # the worst case: the stage uses its whole budget, nothing rolls over
+    echo "=== stage $name (dry run): budget ${budget}s (own ${own}s), starts at $(elapsed_s)s: $*"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" 0 "$budget" false "$own" "dry run" "$*" >> "$STAGES_TSV"
+    DRY_ELAPSED=$(( DRY_ELAPSED + budget )); SLACK=0
+    return 0
+  fi
   echo
   echo "=== stage $name (budget ${budget}s = own ${own}s + ${SLACK}s rolled over, capped by the deadline;" \
        "$(elapsed_s)s elapsed): $*"
@@ -215,7 +253,9 @@ run_stage() {  # run_stage NAME BUDGET_S COMMAND...
 }
 
 # ---- preamble: what machine and libraries this is (logs/preamble.log), and the assets' check
-{
+if [ "$DRY_RUN" = 1 ]; then
+  echo "=== dry run (HARNESS_DRY_RUN=1): the plan, each stage at its whole budget; nothing runs; RUN=$RUN OUT=$OUT"
+else {
   echo "=== $(date -u +%FT%TZ) gpu_baseline.sh: rehearse=$REHEARSE device=$DEV stages=$STAGES deadline=${DEADLINE}s"
   echo "=== git: $(git rev-parse HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed file(s)"
   timeout 20 nvidia-smi 2>&1 || echo "(nvidia-smi unavailable)"
@@ -247,6 +287,7 @@ if man and os.path.isfile(os.path.join(man, "..", "manifest.json")):
     print("fp16 weights sha256", "matches the manifest" if got == want else f"MISMATCH: {got} != {want}")
 EOF
 } 2>&1 | tee "$RUN/logs/preamble.log"
+fi
 pack
 
 H=(python3 -m harness)
@@ -276,5 +317,31 @@ CHECK=("${H[@]}" check --impl reference --hypothesis-profile ci --report "$RUN/b
 # shellcheck disable=SC2206  # HARNESS_CHECK_ARGS is split on spaces on purpose
 CHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/conformance-junit.xml" ${HARNESS_CHECK_ARGS:-})
 run_stage conformance "$B_CONF" "${CHECK[@]}"
+
+# ---- the Triton reference kernels (reference/triton/, issue 22): compiled on the GPU (interpreted on
+# a CPU rehearsal), every applicable suite, then the tiled flash attention's timed rows
+skip_stage() {  # skip_stage NAME BUDGET_S WHY
+  wanted "$1" || return 0
+  echo "=== stage $1: skipped ($3)"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" null 0 false "$2" "skipped: $3" "" >> "$STAGES_TSV"
+  pack
+}
+if [ "$DRY_RUN" != 1 ] && { wanted triton_conformance || wanted triton_bench; } \
+   && ! python3 -c 'import triton' >/dev/null 2>&1; then
+  skip_stage triton_conformance "$B_TCONF" "triton not installed"
+  skip_stage triton_bench "$B_TBENCH" "triton not installed"
+else
+  TCHECK=("${H[@]}" check --hypothesis-profile ci --report "$RUN/triton_bench/conformance")
+  # shellcheck disable=SC2206  # HARNESS_TRITON_IMPLS is a space-separated list on purpose
+  for impl in $TRITON_IMPLS; do TCHECK+=(--impl "$impl"); done
+  [ -n "$TRITON_K" ] && TCHECK+=(-k "$TRITON_K")
+  # shellcheck disable=SC2206  # HARNESS_TRITON_ARGS is split on spaces on purpose
+  TCHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/triton-conformance-junit.xml" $TRITON_ARGS)
+  run_stage triton_conformance "$B_TCONF" "${TCHECK[@]}"
+
+  run_stage triton_bench "$B_TBENCH" "${H[@]}" bench --impl reference.triton.flash_attention --suite scaling \
+    --cases target.sdpa,target.sliding_window --profile "$BENCH_PROFILE" --device "$DEV" --out "$RUN/triton_bench" \
+    --no-progress --time-budget-s @INNER_BUDGET@ --resume
+fi
 
 exit 0

@@ -10,6 +10,9 @@ Into DEST, as they are in the tarball:
                     conformance/ inside it (conformance.csv/.md/.json: where `harness report` reads it)
     finetune/       run folder: majority_class, reference
     finetune_swap/  run folder: the finetune rows it was seeded with + swap.sdpa, swap.layernorm
+    triton_bench/   run folder: the Triton flash attention's scaling rows (target.sdpa and
+                    target.sliding_window of reference.triton.flash_attention, compiled) with
+                    conformance/ inside it: every suite against reference/triton's kernels
     device/         stages.json, logs/ (preamble.log: nvidia-smi and versions; one log per stage;
                     conformance-junit.xml), device_manifest.json (the packed weights' provenance)
 
@@ -36,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-RUN_FOLDERS = ("bench", "finetune", "finetune_swap")
+RUN_FOLDERS = ("bench", "finetune", "finetune_swap", "triton_bench")
 DEVICE_FILES = ("stages.json", "device_manifest.json", "logs")
 
 
@@ -83,7 +86,7 @@ def unpack(tarball: Path, dest: Path) -> list[str]:
             if not src.is_dir():
                 continue
             if not (src / "results.jsonl").is_file() or not (src / "results.jsonl").stat().st_size:
-                if name == "bench" and (src / "conformance").is_dir():
+                if (src / "conformance").is_dir():
                     print(f"unpack_baseline: {name}/ has no result rows, only conformance/: copied for the record")
                 else:
                     print(f"unpack_baseline: {name}/ has no result rows: not copied")
@@ -106,7 +109,8 @@ def unpack(tarball: Path, dest: Path) -> list[str]:
 
 
 def report_folders(dest: Path) -> list[Path]:
-    """The run folders to report on: bench, finetune_swap, and finetune unless it is contained."""
+    """The run folders to report on: bench, finetune_swap, triton_bench, and finetune unless it is
+    contained."""
     have = [dest / n for n in RUN_FOLDERS if (dest / n / "results.jsonl").is_file() and _keys(dest / n)]
     names = {p.name for p in have}
     if {"finetune", "finetune_swap"} <= names and _keys(dest / "finetune") <= _keys(dest / "finetune_swap"):
