@@ -135,6 +135,16 @@ def manual_seed(seed: int) -> None:
         torch.cuda.manual_seed_all(int(seed))
 
 
+def builds(fn: Callable) -> Callable:
+    """Marks ``fn`` as a BUILD: it constructs a target's module or model, which may import the
+    target's libraries on its first call (transformers: seconds, and past the 20 s per-call limit on
+    a loaded 2-core machine) and allocate a whole model (BERT-base: 110M parameters). A target's
+    worker gives such a call the import limit (``--import-timeout``), not the per-call one."""
+    fn.builds = True
+    return fn
+
+
+@builds
 def seeded(seed: int, build: Callable, *args: Any, **kwargs: Any) -> Any:
     """``build(*args, **kwargs)`` with torch's global RNG seeded, and left as it was."""
     with torch.random.fork_rng(devices=[]):
@@ -142,6 +152,7 @@ def seeded(seed: int, build: Callable, *args: Any, **kwargs: Any) -> Any:
         return build(*args, **kwargs)
 
 
+@builds
 def count_parameters(build: Callable, *args: Any, **kwargs: Any) -> tuple[int, bool]:
     """``build(...)``'s parameter count, built on the meta device when it can be (no memory),
     else on the CPU; returns ``(count, built on meta)``."""

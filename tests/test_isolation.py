@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import time
+
 import pytest
 
 from tests.planted_support import HANG_LIMIT_S
@@ -176,3 +178,21 @@ def test_check_exits_non_zero_and_ends_despite_an_exit_and_a_stray_thread(tmp_pa
     assert agreement[planted("os_exit.py")] == "fail", rows
     assert agreement[planted("nondaemon_thread.py")] == "pass", rows
     assert agreement["reference"] == "pass", rows
+
+
+def test_a_build_runs_under_the_import_limit_and_a_call_under_the_per_call_one():
+    """A slow BUILD (``target_ops.seeded``: a model constructed on the worker, which may import its
+    libraries first) gets ``--import-timeout``; the same wait in a plain call past ``--impl-timeout``
+    is a hang (under load 12, BERT-base's first build took over the 20 s per-call limit)."""
+    from harness.loader import load_target
+    from harness.runner import on_target
+    from harness.guard import ImplementationError
+    from harness.target_ops import seeded
+    target = load_target(str(PLANTED / "slow_build.py"), isolation="process", timeout=1, import_timeout=60)
+    try:
+        model = on_target(target, seeded, 0, target.lookup("build_model"))
+        assert model is not None
+        with pytest.raises(ImplementationError, match="per-call limit of 1 s"):
+            on_target(target, time.sleep, 3)
+    finally:
+        target.close()
