@@ -15,6 +15,7 @@ import pytest
 
 from harness.cli import main as cli
 from tests.planted_support import HANG_LIMIT_S
+from tests.run_folders import read, write
 
 _spec = importlib.util.spec_from_file_location("_report_fixtures",
                                                Path(__file__).with_name("test_reports.py"))
@@ -43,12 +44,21 @@ def chromium(tmp_path: Path, page: Path, *mode: str) -> subprocess.CompletedProc
     return subprocess.run(argv, capture_output=True, text=True, timeout=HANG_LIMIT_S)
 
 
+def _halved_throughput(row: dict) -> dict:
+    if row["suite"] == "finetune" and row["role"] == "target":
+        row["metrics"]["tokens_per_s"] /= 2
+    return row
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("html")
     base = fixtures.make_run(root, "base")
     run = fixtures.make_run(root, "run", slow=2.0,
                             status={("banded_window", 2048): ("error", "RuntimeError: boom")})
+    # the target's fine-tune throughput halved beyond the machine's 2x (which the gate takes out,
+    # measured on the comparison kernels): the page's one gated regression
+    write(run, [_halved_throughput(r) for r in read(run)])
     other = fixtures.make_run(root, "other", host="hostB")
     out = root / "out"
     assert cli(["report", str(run), str(other), "--baseline", str(base), "--out", str(out), "--html",
