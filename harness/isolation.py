@@ -250,10 +250,9 @@ class WorkerBackend:
     def apply(self, fn, args: tuple, kwargs: dict, what: str):
         """``fn(*args, **kwargs)`` in the worker: harness code next to the target's objects (a
         build, ``target_ops.builds``, under the import limit)."""
-        if getattr(fn, "builds", False):
-            return self.request(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True,
-                                timeout=max(self.timeout, self.import_timeout), limit_name="--import-timeout")
-        return self.request(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True)
+        limit = dict(timeout=max(self.timeout, self.import_timeout), limit_name="--import-timeout") \
+            if getattr(fn, "builds", False) else {}
+        return self.request(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True, **limit)
 
     def seed_next(self, seed: int) -> None:
         """Seed torch's RNG in the worker (``target_ops.manual_seed``) before its next request."""
