@@ -99,6 +99,7 @@ NOT_TARGETS: dict[str, str] = {
     "hf_attention_interface": "registers a target's attention in transformers (a bridge, no protocol name)",
     "hf_norms": "shared constructor mapping of the hf_*rmsnorm / hf_t5_layernorm adapters",
     "hf_mistral_window": "shared code of hf_mistral_eager_window and hf_mistral_fa2_window",
+    "flex_options": "shared softcap score_mod and sink rescaling of the torch_flex_attention / torch_kvcache adapters",
     "xtransformers_alibi": "shared code of the xtransformers_1_22_*_alibi release adapters",
     "xtransformers_t5_bias": "shared code of the xtransformers_1_0_*_t5_bias release adapters",
 }

@@ -19,6 +19,8 @@ import warnings
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
+from harness.adapters.flex_options import sink_weight, softcap_mod
+
 HARNESS_UNSUPPORTED = {"backward"}
 
 
@@ -44,18 +46,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             keep = keep & (pos_k[ki] > at[qi] - window)
         return keep
 
-    def capped(score, b, h, qi, ki):
-        return softcap * torch.tanh(score / softcap)
-
     block_mask = create_block_mask(mask_mod, None, None, q.shape[0], k.shape[0], device=q.device)
     with warnings.catch_warnings():  # (the unfused path's advice to compile)
         warnings.simplefilter("ignore")
         out, lse = flex_attention(*(t.transpose(0, 1)[None] for t in (q, k, v)), block_mask=block_mask,
-                                  score_mod=capped if softcap else None, scale=scale,
+                                  score_mod=softcap_mod(softcap), scale=scale,
                                   enable_gqa=q.shape[1] != k.shape[1], return_lse=True)
     out = out[0].transpose(0, 1)  # (total_q, Hq, Ev)
     if sinks is not None:
-        dt = torch.promote_types(q.dtype, torch.float32)
-        weight = torch.sigmoid(lse[0].to(dt) - sinks.to(dt)[:, None])  # (Hq, total_q)
-        out = (out.to(dt) * weight.transpose(0, 1)[..., None]).to(q.dtype)
+        weight = sink_weight(lse[0], sinks, q.dtype)  # (Hq, total_q)
+        out = (out.to(weight.dtype) * weight.transpose(0, 1)[..., None]).to(q.dtype)
     return out.contiguous()

@@ -29,6 +29,8 @@ import torch
 from torch.nn.attention.experimental._paged_attention import PagedAttention
 from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
 
+from harness.adapters.flex_options import sink_weight, softcap_mod
+
 # eager flex_attention on a CPU is its unfused math path, on purpose here (the adapter checks torch's
 # paging, not a compiled kernel); its advice to compile is said once in this docstring instead
 warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
@@ -96,18 +98,14 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     logical = create_block_mask(logical_mask, B, None, Lq, used * block_size, device=dev,
                                 BLOCK_SIZE=(Q_BLOCK, block_size))
     physical = pa.convert_logical_block_mask(logical, kv_len=n)
-    score_mod = None
-    if softcap:
-        def capped(score, b, h, q_idx, kv_idx):
-            return softcap * torch.tanh(score / softcap)
-        score_mod = pa.get_score_mod(capped, kv_len=n)
+    capped = softcap_mod(softcap)
+    score_mod = None if capped is None else pa.get_score_mod(capped, kv_len=n)
     out, aux = flex_attention(q, flat_k.expand(B, -1, -1, -1), flat_v.expand(B, -1, -1, -1), score_mod=score_mod,
                               block_mask=physical, scale=scale, enable_gqa=Hq != Hkv,
                               return_aux=AuxRequest(lse=True))
     if sinks is not None:  # the denominator with exp(sink) added: out * Z / (Z + exp(sink))
-        dt = torch.promote_types(q.dtype, torch.float32)
-        weight = torch.sigmoid(aux.lse.to(dt) - sinks.to(dev, dt)[None, :, None])
-        out = (out.to(dt) * weight[..., None]).to(q.dtype)
+        weight = sink_weight(aux.lse, sinks, q.dtype)                           # (B, Hq, Lq)
+        out = (out.to(weight.dtype) * weight[..., None]).to(q.dtype)
     return out
 
 
