@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from harness import tolerance
 from harness.configs import HistoryConfig
 from harness.runner import impl, run
-from suites._history import examples, histories, replay, replay_same
-from suites.attention import test_attention as attention, test_sliding_window as sliding_window
-from suites.attention.configs import attn_configs, window_configs
+from suites._history import MAX_OTHERS, examples, histories, replay, replay_same
+from suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen
+from suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
 from suites.bert import test_distillation as distillation, test_models as models
 from suites.bert.configs import (NO_SHRINK, distill_configs, embedding_configs, inputs_configs, mlm_configs,
                                  nsp_configs, span_configs)
@@ -195,6 +195,12 @@ def check_attention_with_kvcache(target, cfg):
     replay(target, cfg, kvcache.check_decode)
 
 
+def check_attention_varlen(target, cfg):
+    """Each call of the history (a first call, 1-3 others -- half of them the first call's tokens split
+    into other sequences -- the first again) is judged by ``varlen.agreement``."""
+    replay(target, cfg, varlen.check_agreement)
+
+
 def check_residual_block(target, cfg):
     """Each call of the history (a first call, 1-3 others, the first again) is judged by
     ``norm_placement.placement``."""
@@ -220,6 +226,51 @@ def test_sliding_window_attention(target, cfg):
 @given(cfg=histories("attention_with_kvcache", kvc.decode_configs()))
 def test_attention_with_kvcache(target, cfg):
     run(target, check_attention_with_kvcache, cfg)
+
+
+@st.composite
+def _split(draw, total: int, parts: int | None = None) -> tuple[int, ...]:
+    """``total`` tokens split into ``parts`` (else 1-4) sequences of at least one token each."""
+    parts = parts or draw(st.integers(1, min(4, total)))
+    cuts = draw(st.lists(st.integers(1, total - 1), min_size=parts - 1, max_size=parts - 1, unique=True)) \
+        if parts > 1 else []
+    bounds = [0, *sorted(cuts), total]
+    return tuple(b - a for a, b in zip(bounds, bounds[1:]))
+
+
+@st.composite
+def varlen_histories(draw) -> HistoryConfig:
+    """A packed first call, then 1-3 others: each, with probability 1/2, the first call's tokens split into
+    other sequences (the same total_q and total_k, heads and dtype: where a mask or index cache keyed
+    on the packed shape is hit), else a fresh call sharing the first call's heads and its dtype with
+    probability 1/2 each."""
+    first = draw(varlen_configs(), label="first call")
+    calls = [first]
+    for _ in range(draw(st.integers(1, MAX_OTHERS), label="other calls")):
+        q_lens = draw(_split(first.total_q))
+        if draw(st.booleans(), label="the first call's tokens split anew") and first.total_k >= len(q_lens):
+            k_lens = q_lens if first.k_lens == first.q_lens else draw(_split(first.total_k, len(q_lens)))
+            calls.append(dataclasses.replace(first, q_lens=q_lens, k_lens=k_lens, seed=draw(st.integers(0, 2**31))))
+        else:
+            fresh = draw(varlen_configs())
+            shared = {f: getattr(first, f) for group, fields in (("heads", ("hq", "hkv", "E", "Ev")), ("dtype", ("dtype",)))
+                      if draw(st.booleans(), label=f"shares the first call's {group}") for f in fields}
+            calls.append(dataclasses.replace(fresh, **shared))
+    return HistoryConfig(name="attention_varlen", calls=tuple(c.to_json() for c in calls))
+
+
+_VARLEN = VarlenConfig(q_lens=(3, 5), k_lens=(3, 5), hq=2, hkv=2, E=8, Ev=8, dtype="float32", seed=1, causal=True)
+#: the same packed shape split the other way round, then the first call again (run first on every profile)
+VARLEN_HISTORY = HistoryConfig(name="attention_varlen", calls=tuple(c.to_json() for c in (
+    _VARLEN, dataclasses.replace(_VARLEN, q_lens=(5, 3), k_lens=(5, 3), seed=2))))
+
+
+@pytest.mark.needs("attention_varlen")
+@examples()
+@example(cfg=VARLEN_HISTORY)
+@given(cfg=varlen_histories())
+def test_attention_varlen(target, cfg):
+    run(target, check_attention_varlen, cfg)
 
 
 @pytest.mark.needs("residual_block")

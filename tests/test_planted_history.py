@@ -34,6 +34,7 @@ BUGS = [
     # (the other call, with another bucket count, is itself wrong: judged by the single-call check)
     ("positions/history_t5_max_exact_kept.py", "test_t5_relative_position_bucket", ["Mesh TF formula"]),
     ("bert/history_kd_temperature_kept.py", "test_distillation_loss", [DIFFERS]),
+    ("varlen/history_sequences_by_packed_shape.py", "test_attention_varlen", [DIFFERS]),
 ]
 
 
@@ -62,11 +63,11 @@ def test_planted_bug_is_caught(pytester, bug, test, messages):
 
 
 def test_correct_targets_pass(pytester, tmp_path):
-    """reference and the planted bases (positions, attention, MLM masking, distillation) pass every history
-    property they have a name for."""
+    """reference and the planted bases (positions, attention, packed attention, MLM masking, distillation)
+    pass every history property they have a name for."""
     report = tmp_path / "report"
     impls = ["reference", PLANTED / "positions" / "_base.py", PLANTED / "attention" / "_base.py",
-             PLANTED / "bert" / "_mlm_base.py", PLANTED / "bert" / "_distill_base.py"]
+             PLANTED / "varlen" / "_base.py", PLANTED / "bert" / "_mlm_base.py", PLANTED / "bert" / "_distill_base.py"]
     result = run_suite(pytester, [SUITE], impls, None, "--conformance-report", str(report))
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-3000:]
     cells = conformance(report)
