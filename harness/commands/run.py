@@ -39,6 +39,8 @@ def add_parser(sub) -> None:
     p.add_argument("--finetune-swaps", action="store_true",
                    help="also fine-tune with the target's SDPA and LayerNorm swapped in")
     p.add_argument("--hypothesis-profile", default="ci", choices=["ci", "dev", "thorough"])
+    p.add_argument("-k", dest="keyword", default=None,
+                   help="conformance stage: only properties matching this pytest -k expression (check -k)")
     p.add_argument("--gate-cases", default=None, choices=["target", "all"],
                    help="report --cases: what the baseline gate judges (default: the target's own cases)")
     p.add_argument("--allow-missing", action="store_true",
@@ -82,7 +84,8 @@ def main(args) -> int:
     status = {}
     stages = [
         ("conformance", ["check", *impl_args, "--report", f"{args.out}/conformance",
-                         "--hypothesis-profile", args.hypothesis_profile]),
+                         "--hypothesis-profile", args.hypothesis_profile,
+                         *(["-k", args.keyword] if args.keyword else [])]),
         ("benchmarks", ["bench", "--impl", impls[0], "--suite", args.suite, "--out", args.out,
                         "--profile", args.profile, *again]),
         ("finetune", ["bench", "--impl", impls[0], "--suite", "finetune", "--out", f"{args.out}/finetune",
