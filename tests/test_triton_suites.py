@@ -4,8 +4,9 @@ CPU device with no flag (the worker sets ``TRITON_INTERPRET=1``), over the whole
 (as ``harness check`` runs it: the benchmarks left out), on the derandomized ci profile fitted to the
 interpreter (``harness.interpret``). A suite applies when the module provides its protocol names;
 the others' cells are "skipped (... has no attribute ...)". Asserted: no property fails or errs,
-every applicable family checked at least one configuration, and every cell that did not run says
-why in words this test knows (not provided, declared unsupported, needs a second target).
+every property that passed checked at least one configuration (``CheckedCounts``), every applicable
+family has such a property, and every cell that did not run says why in words this test knows (not
+provided, declared unsupported, needs a second target).
 
 Two tiers (``harness.interpret``'s ``$HARNESS_INTERPRET_TIER``):
 
@@ -31,12 +32,13 @@ import os
 import pytest
 from planted_support import SUITES, run_suite
 
-from harness import sweep_table
-from harness.interpret import CHECKS_ENV, HEADER, INSTALL, TIER_ENV
+from triton_tiers import opted_in, use_tier
 
-#: the deeper tier, opt-in: 25 min with -n 2 at load 10 (notes/MEASUREMENTS.md, "Triton suites in CI")
-OPT_IN = "HARNESS_TRITON_SUITES"
-TIER = "full" if os.environ.get(OPT_IN) else "smoke"
+from harness import sweep_table
+from harness.interpret import HEADER, INSTALL
+
+#: the deeper tier is opt-in ($HARNESS_TRITON_SUITES=1): 25 min with -n 2 at load 10
+TIER = "full" if opted_in() else "smoke"
 
 if importlib.util.find_spec("triton") is None:
     if os.environ.get("HARNESS_REQUIRE_TRITON"):
@@ -65,6 +67,24 @@ NOT_RUN_REASONS = ("has no attribute", "declared", "provides no", "needs", "not 
                    "two targets", "consistency")
 
 
+class CheckedCounts:
+    """A plug-in of the in-process session: per property, how many configurations ``runner.run``
+    checked (the target's ``outcome.checked`` after the test's call), so that a cell reading
+    "pass" is known to have checked one configuration, not to have passed every example over."""
+
+    def __init__(self):
+        self.checked: dict[str, int] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        yield
+        target = getattr(item, "funcargs", {}).get("target")
+        family = getattr(getattr(item, "module", None), "FAMILY", None)
+        if call.when == "call" and target is not None and family:
+            prop = f"{family}.{item.originalname.removeprefix('test_')}"
+            self.checked[prop] = self.checked.get(prop, 0) + getattr(target.outcome, "checked", 0)
+
+
 def _ids(part) -> str:
     module, k, _ = part
     return module.rsplit(".", 1)[1] + (f"[{k}]" if k else "")
@@ -72,19 +92,16 @@ def _ids(part) -> str:
 
 @pytest.mark.parametrize("module,k,families", PARTS, ids=[_ids(p) for p in PARTS])
 def test_triton_kernel_passes_every_applicable_suite(pytester, tmp_path, monkeypatch, module, k, families):
-    if TIER == "smoke":
-        monkeypatch.setenv(TIER_ENV, "smoke")
-        monkeypatch.delenv(CHECKS_ENV, raising=False)
-    else:
-        monkeypatch.delenv(TIER_ENV, raising=False)
-        monkeypatch.setenv(CHECKS_ENV, str(FULL_CHECKS))
+    """One part, in the tier this run selects (smoke in CI; ``$HARNESS_TRITON_SUITES=1``: full)."""
+    use_tier(monkeypatch, TIER, None if TIER == "smoke" else FULL_CHECKS)
     if module.startswith("harness.adapters.liger") and importlib.util.find_spec("liger_kernel") is None:
         why = "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
         pytest.fail(f"required here ($HARNESS_REQUIRE_TRITON): {why}") if os.environ.get(
             "HARNESS_REQUIRE_TRITON") else pytest.skip(why)
     report = tmp_path / "report"
+    counts = CheckedCounts()
     result = run_suite(pytester, [SUITES], [module], k, "--ignore", str(SUITES / "benchmarks"),
-                       "--conformance-report", str(report), "-rfE")
+                       "--conformance-report", str(report), "-rfE", plugins=[counts])
     out = result.stdout.str()
     assert HEADER in out, f"{module} was not run interpreted:\n{out[-3000:]}"
     cells = [c for c in json.loads((report / "conformance.json").read_text())["results"] if c["target"] == module]
@@ -100,3 +117,5 @@ def test_triton_kernel_passes_every_applicable_suite(pytester, tmp_path, monkeyp
                    and not any(r in c["result"] for r in NOT_RUN_REASONS)]
     assert not unexplained, f"{module}: cells that did not run, for a reason this test does not know:\n" + \
         "\n".join(unexplained)
+    unchecked = sorted(p for p, kind in kinds.items() if kind in sweep_table.RAN_KINDS and not counts.checked.get(p))
+    assert not unchecked, f"{module}: cells that passed without checking a configuration: {unchecked}"
