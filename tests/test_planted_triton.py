@@ -1,10 +1,10 @@
 """Triton kernels under Triton's interpreter: each planted Triton bug is caught on a CPU by the
-property named, in both tiers of the interpreter profile (``harness.interpret``): the smoke tier,
-on which CI runs the correct kernels (``reference/triton/``) through every applicable suite
-(``tests/test_triton_suites.py``: so in CI each catching property passes the correct kernel on the
-configuration that catches the bug), and the full tier a user's ``pytest suites --impl file.py``
-gets. The correct kernels on the full tier's catching properties (``CONTROLS``, ~2.5 min of CPU)
-and the liger adapter on the full tier are opt-in (``$HARNESS_TRITON_SUITES=1``, ``triton_tiers``).
+property named, in both tiers of the interpreter profile (``harness.interpret``). In CI, the smoke
+tier, on which CI also runs the correct kernels (``reference/triton/``) through every applicable
+suite (``tests/test_triton_suites.py``): so each catching property passes the correct kernel on the
+configuration that catches the bug. Opt-in (``$HARNESS_TRITON_SUITES=1``, ``triton_tiers``): the
+full tier a user's ``pytest suites --impl file.py`` gets, for the bugs and for the correct kernels
+on the catching properties (``CONTROLS``, ~2.5 min of CPU), and the liger adapter's agreement.
 
 Every target in ``tests/planted/triton/`` is a reference Triton kernel with one edit
 (``_mutant.py``: the edit is the planted file's one-line diff), run as a user's Triton file is:
@@ -45,7 +45,11 @@ BUGS = [
 ]
 
 
-@pytest.mark.parametrize("tier", TIERS)
+#: the smoke tier in CI; the full tier (what ``pytest suites --impl file.py`` runs) opt-in: ~30 s more
+ALL_TIERS = [TIERS[0], pytest.param(TIERS[1], marks=full_tier_only("~30 s of CPU more"))]
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
 @pytest.mark.parametrize("bug,suite,test,messages", BUGS, ids=[b[0] for b in BUGS])
 def test_planted_triton_bug_caught(pytester, monkeypatch, bug, suite, test, messages, tier):
     use_tier(monkeypatch, tier)
@@ -75,13 +79,13 @@ def test_correct_triton_kernel_passes(pytester, monkeypatch, module, suites, k):
     assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 1, out[-3000:]
 
 
-@pytest.mark.parametrize("tier", [TIERS[0], pytest.param(TIERS[1], marks=full_tier_only("~80 s of CPU"))])
-def test_liger_rope_adapter_passes_under_the_interpreter(pytester, monkeypatch, tier):
+@full_tier_only("~80 s of CPU (CI runs liger's kernel through every suite in Hugging Face's layout: "
+                "tests/test_triton_suites.py)")
+def test_liger_rope_adapter_passes_under_the_interpreter(pytester, monkeypatch):
     """liger-kernel 0.8.5's Triton RoPE (``harness.adapters.liger_positions``) runs interpreted
     and passes the RoPE agreement and its backward on the ci profile's draws, with its convention
-    named (its L = 1 bug: the next test): its first tile-boundary examples in CI (smoke), the
-    interpreter's full profile opt-in."""
-    use_tier(monkeypatch, tier)
+    named (its L = 1 bug: the next test)."""
+    use_tier(monkeypatch, "full")
     why = None if importlib.util.find_spec("liger_kernel") else \
         "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
     if why and os.environ.get("HARNESS_REQUIRE_TRITON"):
