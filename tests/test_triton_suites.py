@@ -11,10 +11,12 @@ provided, declared unsupported, needs a second target).
 Two tiers (``harness.interpret``'s ``$HARNESS_INTERPRET_TIER``):
 
 - **smoke, in CI (the default)**: every property checks ONE configuration, its first explicit
-  tile-boundary example, on the smallest shapes that cross the kernel's tile (lengths fitted to
-  ``T - 1``, ``T``, ``T + 1`` and ragged ones up to ``2T - 2``, at most 4 query heads), one sequence
-  per state machine, gradcheck in its fast mode. Measured: the 7 parts take SEE_MEASUREMENTS of wall
-  time with ``-n 2`` on the 2-core machine (notes/MEASUREMENTS.md, "Triton suites in CI").
+  tile-boundary example, on the kernel's own boundary lengths (up to ``2T + 1``: an online softmax
+  needs a second full key block) and at most 4 query heads, one sequence
+  per state machine, gradcheck in its fast mode. Measured with ``tests/test_planted_triton.py``
+  (notes/MEASUREMENTS.md, "Triton suites in CI"): 140 s of CPU in all; 242-288 s of wall with
+  ``-n 2`` on the 2-core machine at load 6-10 (other sessions); at load 2-4, ~70-140 s (estimated
+  from the CPU time, not measured).
 - **full, opt-in (``$HARNESS_TRITON_SUITES=1``)**: the interpreter's full profile (lengths up to
   ``2T + 1``, 16 heads, full gradcheck, the profile's state machine sequences capped like the
   checks) with ``FULL_CHECKS`` checks per property: 25 min with ``-n 2`` on the busy machine.
