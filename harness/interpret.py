@@ -23,8 +23,23 @@ configuration, drawn or explicit):
 - head dims, dtypes and seeds are kept; a history's calls are fitted one by one;
 - a property checks at most ``EXAMPLE_SHARE`` of the Hypothesis profile's examples (10 of the
   ci and dev profiles' 30, the explicit tile-boundary examples first; ``over_budget``): the
-  examples past that pass without a call;
+  examples past that pass without a call; a state machine runs that many sequences
+  (``machine_examples``);
 - the per-call limit is ``TIMEOUT_FACTOR`` times ``--impl-timeout``.
+
+That is the *full* tier. The *smoke* tier (``$HARNESS_INTERPRET_TIER=smoke``: CI's run of every
+suite against the Triton kernels, ``tests/test_triton_suites.py``) keeps every property running one
+real configuration, its first explicit tile-boundary example, with the same lengths:
+
+- one check per property and one sequence per state machine (``budget``);
+- at most ``SMOKE_MAX_HEADS`` query heads, as far as halving keeps the group ratio and several KV
+  heads ((8, 4) -> (4, 2), (32, 4) -> (16, 2), (8, 2) kept; MQA (32, 1) -> (4, 1));
+- ``torch.autograd.gradcheck`` in its fast mode (``gradcheck_fast``): the Jacobian projected on
+  random vectors, a few kernel calls instead of two per input element (~200 for attention).
+
+Its lengths are not cut below ``2T + 1``: at ``T + 1`` the second key block holds one key, and an
+online softmax that never rescales its accumulator (``tests/planted/triton/fa_no_rescale.py``)
+passed ``attention.agreement``; at ``2T + 1`` it fails, for 10 s more of the CI run.
 """
 from __future__ import annotations
 
@@ -47,6 +62,11 @@ MAX_HEADS = 16
 EXAMPLE_SHARE = 1 / 3
 #: checks per property of an interpreted target, fixed (``budget``; unset: ``EXAMPLE_SHARE``)
 CHECKS_ENV = "HARNESS_INTERPRET_CHECKS"
+#: the interpreter profile's tier: ``full`` (unset) or ``smoke`` (see the module doc)
+TIER_ENV = "HARNESS_INTERPRET_TIER"
+TIERS = ("full", "smoke")
+#: the most query heads an interpreted call gets in the smoke tier
+SMOKE_MAX_HEADS = 4
 #: why ``harness bench`` records every point of an interpreted target as skipped
 BENCH_SKIP = ("interpreted (TRITON_INTERPRET=1): a Triton kernel run by Triton's interpreter on a CPU is "
               "about 1000x slower than compiled, so its timings would measure the interpreter; run the "
@@ -125,16 +145,42 @@ def uses_triton(module) -> bool:
     return holds(module, 1)
 
 
+def tier() -> str:
+    """``$TIER_ENV``: ``"full"`` (unset or empty) or ``"smoke"``; any other value is an error."""
+    value = os.environ.get(TIER_ENV, "").strip() or "full"
+    if value not in TIERS:
+        raise ValueError(f"${TIER_ENV}={value!r}: expected one of {', '.join(TIERS)}")
+    return value
+
+
+def smoke() -> bool:
+    return tier() == "smoke"
+
+
 def budget() -> int:
-    """Checks per property for an interpreted target: ``EXAMPLE_SHARE`` of the profile's examples
-    (at least every explicit example of the largest tile-boundary regime, 8), or ``$CHECKS_ENV``
-    where it is set (CI's self-test of every suite, ``tests/test_triton_suites.py``: fewer checks,
-    the explicit tile-boundary examples first)."""
+    """Checks per property for an interpreted target: ``$CHECKS_ENV`` where it is set; else 1 in
+    the smoke tier (the first explicit tile-boundary example); else ``EXAMPLE_SHARE`` of the
+    profile's examples (at least every explicit example of the largest tile-boundary regime, 8).
+    Also the sequences a state machine runs (``machine_examples``)."""
     from hypothesis import settings
     fixed = os.environ.get(CHECKS_ENV, "").strip()
     if fixed:
         return max(1, int(fixed))
+    if smoke():
+        return 1
     return max(8, round(settings.default.max_examples * EXAMPLE_SHARE))
+
+
+def machine_examples(target) -> dict:
+    """Extra Hypothesis settings of a stateful property (a state machine checks its sequences
+    itself, not through ``runner.run``): an interpreted target runs ``budget()`` sequences."""
+    return {"max_examples": budget()} if target.info.interpreted else {}
+
+
+def gradcheck_fast(target) -> bool:
+    """Whether a gradcheck property runs ``torch.autograd.gradcheck(fast_mode=True)`` for
+    ``target``: an interpreted target in the smoke tier."""
+    return bool(target.info.interpreted) and smoke()
 
 
 def over_budget(checked: int) -> bool:
@@ -174,6 +220,7 @@ def fit(cfg, tiles: tuple[int, ...] | None):
     if not fields:
         return cfg
     tiles = tuple(tiles or DEFAULT_TILES)
+    most = SMOKE_MAX_HEADS if smoke() else MAX_HEADS
     changes = {}
     for name in fields:
         value = getattr(cfg, name, None)
@@ -186,8 +233,8 @@ def fit(cfg, tiles: tuple[int, ...] | None):
         if new != value:
             changes[name] = new
     hq, hkv = getattr(cfg, "hq", None), getattr(cfg, "hkv", None)
-    if isinstance(hq, int) and isinstance(hkv, int) and hq > MAX_HEADS:
-        while hq > MAX_HEADS and hq % 2 == 0 and (hkv == 1 or hkv % 2 == 0):
-            hq, hkv = hq // 2, max(1, hkv // 2) if hkv > 1 else 1
+    if isinstance(hq, int) and isinstance(hkv, int) and hq > most:
+        while hq > most and hq % 2 == 0 and (hkv == 1 or (hkv % 2 == 0 and hkv > 2)):  # GQA stays GQA
+            hq, hkv = hq // 2, hkv // 2 if hkv > 1 else 1
         changes.update(hq=hq, hkv=hkv)
     return dataclasses.replace(cfg, **changes) if changes else cfg

@@ -184,7 +184,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             if t.info.interpreted:
                 from harness import interpret
                 lines.append(f"  {interpret.HEADER}: tiles {t.info.tiles or interpret.DEFAULT_TILES} "
-                             f"(lengths fitted to them), at most {interpret.budget()} checks per property, "
+                             f"(lengths fitted to them), {interpret.tier()} tier, at most {interpret.budget()} "
+                             f"checks per property, "
                              f"per-call limit {t.limit.seconds:g} s")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")

@@ -220,12 +220,14 @@ def call_each(fn: Callable, arg_tuples: list, kwargs: dict) -> list:
 
 
 def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps: float, atol: float,
-              rtol: float) -> str | None:
+              rtol: float, fast_mode: bool = False) -> str | None:
     """``torch.autograd.gradcheck`` of ``fn(*args, **kwargs)`` with respect to ``args[i]`` (``i``
     in ``wrt``, float64): the Jacobian its backward gives against central differences of its
     forward, elementwise ``|numerical - analytical| <= atol + rtol |numerical|``. Returns None when
     they agree, else gradcheck's first line and the worst element. Two backward passes may
-    differ by ``atol`` (nondeterminism is ``backward_determinism``'s business, not this check's)."""
+    differ by ``atol`` (nondeterminism is ``backward_determinism``'s business, not this check's).
+    ``fast_mode``: gradcheck's fast mode, the Jacobian projected on random vectors (a few calls of
+    ``fn`` instead of two per input element: an interpreted Triton kernel's smoke tier)."""
     from torch.autograd.gradcheck import GradcheckError
     leaves = [args[i].detach().clone().requires_grad_(True) for i in wrt]
 
@@ -238,14 +240,14 @@ def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps
     try:
         with torch.enable_grad():
             torch.autograd.gradcheck(f, tuple(leaves), eps=eps, atol=atol, rtol=rtol, nondet_tol=atol,
-                                     check_undefined_grad=False)
+                                     check_undefined_grad=False, fast_mode=fast_mode)
     except GradcheckError as exc:
         return f"{str(exc).splitlines()[0].rstrip(',')}; {_worst_element(f, leaves, eps, rtol)}"
     return None
 
 
 def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, ...], eps: float, atol: float,
-                     rtol: float) -> str | None:
+                     rtol: float, fast_mode: bool = False) -> str | None:
     """``gradcheck`` of ``mod(x)`` with respect to x and ``mod``'s tensors ``params`` (dotted paths
     from ``module_tensors``, e.g. "weight", "bias"; float64), each swapped in with
     ``torch.func.functional_call``: inputs 0, 1, ... are x, then ``params`` in order."""
@@ -253,7 +255,8 @@ def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, .
 
     def fn(x, *ps):
         return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))
-    return gradcheck(fn, (x, *(t.detach() for t in tensors)), {}, tuple(range(1 + len(params))), eps, atol, rtol)
+    return gradcheck(fn, (x, *(t.detach() for t in tensors)), {}, tuple(range(1 + len(params))), eps, atol, rtol,
+                     fast_mode)
 
 
 def _worst_element(f: Callable, leaves: list, eps: float, rtol: float) -> str:

@@ -16,6 +16,7 @@ import torch
 
 from harness import tolerance
 from harness.guard import expect_tensor
+from harness.interpret import gradcheck_fast
 from harness.runner import UNSUPPORTED, on_target, require_features
 from harness.target_ops import backward
 from suites.attention.helpers import poison
@@ -24,6 +25,13 @@ from suites.attention.helpers import poison
 #: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64
 #: central differences on O(1) inputs are good to ~1e-10, so a backward 1e-6 off passes, 3e-6 off fails
 GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
+
+
+def gradcheck_options(target) -> dict:
+    """``GRADCHECK`` for ``target_ops.gradcheck``, with gradcheck's fast mode (the Jacobian projected
+    on random vectors) for an interpreted Triton kernel in the smoke tier (``harness.interpret``:
+    the full Jacobian of a tiny attention call is ~200 interpreted calls)."""
+    return {**GRADCHECK, "fast_mode": gradcheck_fast(target)}
 
 
 def skip_unless_float64(target, cfg) -> None:

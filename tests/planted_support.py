@@ -38,15 +38,16 @@ def property_of(suite, test: str) -> str:
     return f"{family}.{test.removeprefix('test_')}"
 
 
-def run_suite(pytester, suite_files, impls, k=None, *extra):
-    """Run suite files (names under suites/ or paths) in-process under the ci profile."""
+def run_suite(pytester, suite_files, impls, k=None, *extra, plugins=()):
+    """Run suite files (names under suites/ or paths) in-process under the ci profile (``plugins``:
+    objects registered as pytest plug-ins in that session)."""
     args = [str(suite_file(f)) for f in suite_files]
     for impl in impls:
         args += ["--impl", str(impl)]
     if k:
         args += ["-k", k]
     return pytester.runpytest_inprocess(*args, "-p", "no:cacheprovider", "--hypothesis-profile", "harness-ci",
-                                        *extra)
+                                        *extra, plugins=list(plugins))
 
 
 def conformance(result_dir: Path) -> dict[tuple[str, str], str]:

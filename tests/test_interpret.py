@@ -87,3 +87,48 @@ def test_fit_fits_each_call_of_a_history():
     fitted = interpret.fit(history, (64,))
     assert fitted.configs() == [interpret.fit(c, (64,)) for c in calls]
     assert interpret.fit(fitted, (64,)) == fitted
+
+
+def test_the_smoke_tier_checks_one_configuration_on_fewer_heads_with_the_same_lengths(monkeypatch):
+    """CI's tier (``$HARNESS_INTERPRET_TIER=smoke``, ``tests/test_triton_suites.py``): one check
+    per property, at most 4 query heads (as far as the group ratio and several KV heads are kept),
+    the full tier's lengths (an online softmax needs a second full key block); what it fits the
+    full tier keeps, so a repro line replays in either tier. ``$HARNESS_INTERPRET_CHECKS`` still
+    overrides the checks."""
+    monkeypatch.delenv(interpret.CHECKS_ENV, raising=False)
+    monkeypatch.delenv(interpret.TIER_ENV, raising=False)
+    full = {cfg: interpret.fit(cfg, (64,)) for cfg in (*regimes.AGREEMENT, *regimes.GQA, *regimes.GRAD_GQA)}
+    assert interpret.tier() == "full" and interpret.budget() >= 8
+    monkeypatch.setenv(interpret.TIER_ENV, "smoke")
+    assert interpret.tier() == "smoke" and interpret.budget() == 1
+    for cfg, wide in full.items():
+        once = interpret.fit(cfg, (64,))
+        assert (once.L, once.S, once.E, once.Ev, once.dtype) == (wide.L, wide.S, wide.E, wide.Ev, wide.dtype)
+        assert once.hq <= interpret.SMOKE_MAX_HEADS or once.hkv == 2  # halving stops at 2 KV heads
+        assert (once.hkv == 1) == (cfg.hkv == 1)  # MQA stays MQA, GQA stays GQA
+        assert cfg.hkv == 1 or once.hq * cfg.hkv == cfg.hq * once.hkv
+        assert interpret.fit(once, (64,)) == once
+        monkeypatch.delenv(interpret.TIER_ENV)
+        assert interpret.fit(once, (64,)) == once
+        monkeypatch.setenv(interpret.TIER_ENV, "smoke")
+    assert interpret.fit(regimes.GQA[0], (64,)).hkv > 1  # several KV heads stay several: (8, 4) -> (4, 2)
+    monkeypatch.setenv(interpret.CHECKS_ENV, "3")
+    assert interpret.budget() == 3
+    monkeypatch.setenv(interpret.TIER_ENV, "quick")
+    with pytest.raises(ValueError, match="full, smoke"):
+        interpret.tier()
+
+
+def test_state_machines_and_gradcheck_follow_the_tier(monkeypatch):
+    """A state machine checks its sequences itself: an interpreted target runs ``budget()`` of them;
+    gradcheck runs in its fast mode for an interpreted target in the smoke tier only."""
+    from types import SimpleNamespace
+    interpreted, compiled = (SimpleNamespace(info=SimpleNamespace(interpreted=v)) for v in (True, False))
+    monkeypatch.delenv(interpret.CHECKS_ENV, raising=False)
+    monkeypatch.setenv(interpret.TIER_ENV, "smoke")
+    assert interpret.machine_examples(interpreted) == {"max_examples": 1}
+    assert interpret.machine_examples(compiled) == {}
+    assert interpret.gradcheck_fast(interpreted) and not interpret.gradcheck_fast(compiled)
+    monkeypatch.delenv(interpret.TIER_ENV)
+    assert interpret.machine_examples(interpreted) == {"max_examples": interpret.budget()}
+    assert not interpret.gradcheck_fast(interpreted)

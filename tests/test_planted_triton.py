@@ -1,6 +1,10 @@
 """Triton kernels under Triton's interpreter: each planted Triton bug is caught on a CPU by the
-property named, and the correct kernels (``reference/triton/``) pass those same properties (every
-other applicable one too: ``tests/test_triton_suites.py``, opt-in until it fits CI's budget).
+property named, in both tiers of the interpreter profile (``harness.interpret``). In CI, the smoke
+tier, on which CI also runs the correct kernels (``reference/triton/``) through every applicable
+suite (``tests/test_triton_suites.py``): so each catching property passes the correct kernel on the
+configuration that catches the bug. Opt-in (``$HARNESS_TRITON_SUITES=1``, ``triton_tiers``): the
+full tier a user's ``pytest suites --impl file.py`` gets, for the bugs and for the correct kernels
+on the catching properties (``CONTROLS``, ~2.5 min of CPU), and the liger adapter's agreement.
 
 Every target in ``tests/planted/triton/`` is a reference Triton kernel with one edit
 (``_mutant.py``: the edit is the planted file's one-line diff), run as a user's Triton file is:
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from planted_support import assert_caught, run_suite
+from triton_tiers import TIERS, full_tier_only, use_tier
 
 from harness.interpret import INSTALL
 
@@ -40,14 +45,20 @@ BUGS = [
 ]
 
 
+#: the smoke tier in CI; the full tier (what ``pytest suites --impl file.py`` runs) opt-in: ~30 s more
+ALL_TIERS = [TIERS[0], pytest.param(TIERS[1], marks=full_tier_only("~30 s of CPU more"))]
+
+
+@pytest.mark.parametrize("tier", ALL_TIERS)
 @pytest.mark.parametrize("bug,suite,test,messages", BUGS, ids=[b[0] for b in BUGS])
-def test_planted_triton_bug_caught(pytester, bug, suite, test, messages):
+def test_planted_triton_bug_caught(pytester, monkeypatch, bug, suite, test, messages, tier):
+    use_tier(monkeypatch, tier)
     out = assert_caught(pytester, suite, PLANTED / bug, test, messages)
     assert "interpreted (TRITON_INTERPRET=1)" in out, "the header does not say the target is interpreted"
 
 
-#: the correct kernels pass every property that catches a planted bug (the controls; every other
-#: applicable property: tests/test_triton_suites.py, opt-in until it fits CI's budget)
+#: the correct kernels pass every property that catches a planted bug on the full tier (in CI the
+#: smoke tier runs them through every applicable property: tests/test_triton_suites.py)
 CONTROLS = [
     ("reference.triton.flash_attention", ["test_attention.py", "test_attention_masks.py"],
      "test_agreement or test_causal or test_gqa"),
@@ -57,8 +68,10 @@ CONTROLS = [
 ]
 
 
+@full_tier_only("~2.5 min of CPU on the 2-core machine (the attention part ~2 min)")
 @pytest.mark.parametrize("module,suites,k", CONTROLS, ids=[f"{c[0]}-{c[1][0]}" for c in CONTROLS])
-def test_correct_triton_kernel_passes(pytester, module, suites, k):
+def test_correct_triton_kernel_passes(pytester, monkeypatch, module, suites, k):
+    use_tier(monkeypatch, "full")
     result = run_suite(pytester, suites, [module], k)
     out = result.stdout.str()
     assert "interpreted (TRITON_INTERPRET=1)" in out
@@ -66,10 +79,13 @@ def test_correct_triton_kernel_passes(pytester, module, suites, k):
     assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 1, out[-3000:]
 
 
-def test_liger_rope_adapter_passes_under_the_interpreter(pytester):
+@full_tier_only("~80 s of CPU (CI runs liger's kernel through every suite in Hugging Face's layout: "
+                "tests/test_triton_suites.py)")
+def test_liger_rope_adapter_passes_under_the_interpreter(pytester, monkeypatch):
     """liger-kernel 0.8.5's Triton RoPE (``harness.adapters.liger_positions``) runs interpreted
     and passes the RoPE agreement and its backward on the ci profile's draws, with its convention
     named (its L = 1 bug: the next test)."""
+    use_tier(monkeypatch, "full")
     why = None if importlib.util.find_spec("liger_kernel") else \
         "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
     if why and os.environ.get("HARNESS_REQUIRE_TRITON"):

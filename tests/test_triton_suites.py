@@ -2,46 +2,54 @@
 interpreter (issue 22): each kernel module is run as a user's Triton file is, ``--impl MODULE`` on a
 CPU device with no flag (the worker sets ``TRITON_INTERPRET=1``), over the whole ``suites/`` folder
 (as ``harness check`` runs it: the benchmarks left out), on the derandomized ci profile fitted to the
-interpreter (``harness.interpret``: the kernel's own tile boundaries, at most 16 heads) with
-``CI_CHECKS`` checks per property (the explicit tile-boundary examples first). A suite applies when the module provides its protocol
-names; the others' cells are "skipped (... has no attribute ...)". Asserted: no property fails or
-errs, every applicable family checked at least one configuration, and every cell that did not run
-says why in words this test knows (not provided, declared unsupported, needs a second target).
+interpreter (``harness.interpret``). A suite applies when the module provides its protocol names;
+the others' cells are "skipped (... has no attribute ...)". Asserted: no property fails or errs,
+every property that passed checked at least one configuration (``CheckedCounts``), every applicable
+family has such a property, and every cell that did not run says why in words this test knows (not
+provided, declared unsupported, needs a second target).
 
-Opt-in (``$HARNESS_TRITON_SUITES=1``): measured at 25 min with ``-n 2`` on the busy 2-core machine
-(notes/MEASUREMENTS.md, "Triton suites in CI"), far over CI's share, so CI runs the properties that
-catch the planted bugs (``tests/test_planted_triton.py``) and ``harness sweep`` the full profile.
-Without triton these skip with the install command, except under ``$HARNESS_REQUIRE_TRITON``. The
-parts below are split so that ``-n 2`` spreads them.
+Two tiers (``harness.interpret``'s ``$HARNESS_INTERPRET_TIER``):
+
+- **smoke, in CI (the default)**: every property checks ONE configuration, its first explicit
+  tile-boundary example, on the kernel's own boundary lengths (up to ``2T + 1``: an online softmax
+  needs a second full key block) and at most 4 query heads, one sequence
+  per state machine, gradcheck in its fast mode. Measured with ``tests/test_planted_triton.py``
+  (notes/MEASUREMENTS.md, "Triton suites in CI"): 140 s of CPU in all; 242-288 s of wall with
+  ``-n 2`` on the 2-core machine at load 6-10 (other sessions); at load 2-4, ~70-140 s (estimated
+  from the CPU time, not measured).
+- **full, opt-in (``$HARNESS_TRITON_SUITES=1``)**: the interpreter's full profile (lengths up to
+  ``2T + 1``, 16 heads, full gradcheck, the profile's state machine sequences capped like the
+  checks) with ``FULL_CHECKS`` checks per property: 25 min with ``-n 2`` on the busy machine.
+
+The planted Triton bugs are caught in CI by ``tests/test_planted_triton.py``. Without triton these
+skip with the install command, except under ``$HARNESS_REQUIRE_TRITON``. The parts below are split
+so that ``-n 2`` spreads them.
 """
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
-from pathlib import Path
 
 import pytest
 from planted_support import SUITES, run_suite
 
+from triton_tiers import opted_in, use_tier
+
 from harness import sweep_table
-from harness.interpret import CHECKS_ENV, HEADER, INSTALL
+from harness.interpret import HEADER, INSTALL
 
-#: opt-in until it fits CI's budget: 25 min with -n 2 at load 10 (notes/MEASUREMENTS.md, "Triton suites in CI")
-OPT_IN = "HARNESS_TRITON_SUITES"
+#: the deeper tier is opt-in ($HARNESS_TRITON_SUITES=1): 25 min with -n 2 at load 10
+TIER = "full" if opted_in() else "smoke"
 
-if not os.environ.get(OPT_IN):
-    pytestmark = pytest.mark.skip(reason=f"every suite against the Triton kernels, interpreted, takes ~25 min with "
-                                  f"-n 2 on a busy 2-core machine: set ${OPT_IN}=1 to run it")
-elif importlib.util.find_spec("triton") is None:
+if importlib.util.find_spec("triton") is None:
     if os.environ.get("HARNESS_REQUIRE_TRITON"):
         raise RuntimeError(f"triton is required here ($HARNESS_REQUIRE_TRITON): {INSTALL}")
     pytestmark = pytest.mark.skip(reason=f"triton is not installed: {INSTALL}")
 
-#: checks per property (``$HARNESS_INTERPRET_CHECKS``), the explicit tile-boundary examples first: what
-#: fits CI's budget (notes/MEASUREMENTS.md); ``python -m harness sweep`` runs these kernels on the
-#: full interpreter profile
-CI_CHECKS = 3
+#: checks per property in the full tier (``$HARNESS_INTERPRET_CHECKS``), the explicit tile-boundary
+#: examples first; ``python -m harness sweep`` runs these kernels on the interpreter's own profile
+FULL_CHECKS = 3
 FA = "reference.triton.flash_attention"
 #: (module, pytest -k expression or None, the property families that must run in that part)
 PARTS = [
@@ -61,6 +69,24 @@ NOT_RUN_REASONS = ("has no attribute", "declared", "provides no", "needs", "not 
                    "two targets", "consistency")
 
 
+class CheckedCounts:
+    """A plug-in of the in-process session: per property, how many configurations ``runner.run``
+    checked (the target's ``outcome.checked`` after the test's call), so that a cell reading
+    "pass" is known to have checked one configuration, not to have passed every example over."""
+
+    def __init__(self):
+        self.checked: dict[str, int] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        yield
+        target = getattr(item, "funcargs", {}).get("target")
+        family = getattr(getattr(item, "module", None), "FAMILY", None)
+        if call.when == "call" and target is not None and family:
+            prop = f"{family}.{item.originalname.removeprefix('test_')}"
+            self.checked[prop] = self.checked.get(prop, 0) + getattr(target.outcome, "checked", 0)
+
+
 def _ids(part) -> str:
     module, k, _ = part
     return module.rsplit(".", 1)[1] + (f"[{k}]" if k else "")
@@ -68,14 +94,16 @@ def _ids(part) -> str:
 
 @pytest.mark.parametrize("module,k,families", PARTS, ids=[_ids(p) for p in PARTS])
 def test_triton_kernel_passes_every_applicable_suite(pytester, tmp_path, monkeypatch, module, k, families):
-    monkeypatch.setenv(CHECKS_ENV, str(CI_CHECKS))
+    """One part, in the tier this run selects (smoke in CI; ``$HARNESS_TRITON_SUITES=1``: full)."""
+    use_tier(monkeypatch, TIER, None if TIER == "smoke" else FULL_CHECKS)
     if module.startswith("harness.adapters.liger") and importlib.util.find_spec("liger_kernel") is None:
         why = "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
         pytest.fail(f"required here ($HARNESS_REQUIRE_TRITON): {why}") if os.environ.get(
             "HARNESS_REQUIRE_TRITON") else pytest.skip(why)
     report = tmp_path / "report"
+    counts = CheckedCounts()
     result = run_suite(pytester, [SUITES], [module], k, "--ignore", str(SUITES / "benchmarks"),
-                       "--conformance-report", str(report), "-rfE")
+                       "--conformance-report", str(report), "-rfE", plugins=[counts])
     out = result.stdout.str()
     assert HEADER in out, f"{module} was not run interpreted:\n{out[-3000:]}"
     cells = [c for c in json.loads((report / "conformance.json").read_text())["results"] if c["target"] == module]
@@ -91,3 +119,5 @@ def test_triton_kernel_passes_every_applicable_suite(pytester, tmp_path, monkeyp
                    and not any(r in c["result"] for r in NOT_RUN_REASONS)]
     assert not unexplained, f"{module}: cells that did not run, for a reason this test does not know:\n" + \
         "\n".join(unexplained)
+    unchecked = sorted(p for p, kind in kinds.items() if kind in sweep_table.RAN_KINDS and not counts.checked.get(p))
+    assert not unchecked, f"{module}: cells that passed without checking a configuration: {unchecked}"

@@ -31,8 +31,8 @@ from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites._magnitudes import attention_grad_terms
 from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, _cpu, features_of, visibility
-from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, poison_for_backward,
-                          qkv_and_upstream, target_grads, worst_each)
+from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
+                          poison_for_backward, qkv_and_upstream, target_grads, worst_each)
 from suites.attention.test_attention_masks import _random_mask
 
 FAMILY = "attention_grad"
@@ -206,7 +206,7 @@ def check_gradcheck(target, cfg):
         kw["scale"] = 0.3
     q, k, v, g = qkv_and_upstream(target, cfg)
     sdpa_grads(target, q, k, v, g, **kw)  # a target without a backward is unsupported, not failed
-    why = on_target(target, gradcheck, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), **GRADCHECK)
+    why = on_target(target, gradcheck, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), **gradcheck_options(target))
     if why is not None:
         raise AssertionError(f"gradcheck ({variant}; inputs 0, 1, 2 = q, k, v; {GRADCHECK}) failed: {why}")
 

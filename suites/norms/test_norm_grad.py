@@ -40,7 +40,8 @@ from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
 from suites._magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
 from reference.rmsnorm import rms_norm_math
-from suites._grad import GRADCHECK, assert_grads, autograd_of, skip_unless_float64, target_grads, upstream
+from suites._grad import (GRADCHECK, assert_grads, autograd_of, gradcheck_options, skip_unless_float64, target_grads,
+                          upstream)
 from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
 from suites.norms.test_rmsnorm import _rms
 
@@ -231,7 +232,7 @@ def check_gradcheck(target, cfg):
         params = {"weight": gamma} if cfg.affine else {}
     g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
     module_grads(target, mod, name, cfg, x, g, tuple(params))  # a target without a backward is unsupported
-    why = on_target(target, module_gradcheck, mod, x, tensor_paths(name, params), **GRADCHECK)
+    why = on_target(target, module_gradcheck, mod, x, tensor_paths(name, params), **gradcheck_options(target))
     if why is not None:
         inputs = ", ".join(f"{i} = {n}" for i, n in enumerate(("x", *params)))
         raise AssertionError(f"gradcheck of {name}({cfg.ctor_shape}, eps={cfg.eps}) (inputs {inputs}; "

@@ -29,6 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from harness import guard, module_tensors
 from harness.configs import _SEED
 from harness.guard import ImplementationError
+from harness.interpret import machine_examples
 from harness.isolation import is_module
 from harness.runner import impl, on_target, within_declarations
 from suites.positions.configs import MAX_KEYS, BiasCallsConfig
@@ -239,4 +240,5 @@ def machine_for(target, spec: Spec, check: Callable):
 
 
 def run_machine(target, spec: Spec, check: Callable) -> None:
-    run_state_machine_as_test(machine_for(target, spec, check), settings=settings(stateful_step_count=STEPS))
+    run_state_machine_as_test(machine_for(target, spec, check),
+                              settings=settings(stateful_step_count=STEPS, **machine_examples(target)))

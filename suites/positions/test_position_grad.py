@@ -24,8 +24,8 @@ from suites.regimes import covering
 from harness.runner import on_target, run
 from harness.target_ops import gradcheck
 from reference.rope import pair_indices, rope_math
-from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, skip_unless_float64, target_grads,
-                          upstream)
+from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, gradcheck_options, skip_unless_float64,
+                          target_grads, upstream)
 from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
 from suites.positions.test_learned_positions import LPE, build, table_path
 
@@ -114,7 +114,7 @@ def check_gradcheck(target, cfg):
     g = upstream(x.shape, x.dtype, cfg.generator(salt=9), target.device)
     fn = target.lookup(ROPE)
     target_grads(target, fn, (x, pos), {"base": cfg.base}, (0,), g)  # a target without a backward is unsupported
-    why = on_target(target, gradcheck, fn, (x, pos), {"base": cfg.base}, (0,), **GRADCHECK)
+    why = on_target(target, gradcheck, fn, (x, pos), {"base": cfg.base}, (0,), **gradcheck_options(target))
     if why is not None:
         raise AssertionError(f"gradcheck of {ROPE} (input 0 = x, positions {pos.flatten().tolist()}, base "
                              f"{cfg.base:g}; {GRADCHECK}) failed: {why}")

@@ -35,6 +35,7 @@ from suites.positions.configs import _BASE, _EVEN_DIM
 from suites.positions.configs import MAX_POSITION, RopeCallsConfig
 from harness.conventions import check_convention
 from harness.guard import ImplementationError, expect_tensor
+from harness.interpret import machine_examples
 from harness.isolation import is_module
 from harness.runner import impl, record_label, within_declarations
 from suites.positions.helpers import (PROBE_POSITIONS, guarded_step, layout_of, module_devices, rope_naive,
@@ -238,4 +239,5 @@ def machine_for(target):
 
 
 def test_call_sequences(target):
-    run_state_machine_as_test(machine_for(target), settings=settings(stateful_step_count=STEPS))
+    run_state_machine_as_test(machine_for(target),
+                              settings=settings(stateful_step_count=STEPS, **machine_examples(target)))
