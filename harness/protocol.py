@@ -292,7 +292,7 @@ RECORDS: tuple[Name, ...] = (
     Name("build_model", family="bert", reference="reference.dependency_models",
          signature="build_model() -> nn.Module; forward(inputs_embeds (B, L, D)) -> (B, L, H); "
                    "attribute embed_dim = D",
-         compared=TOLERANCE + " (every module loaded with the first target's weights; suites/_consistency_models.py)"),
+         compared=TOLERANCE + " (every module loaded with the first target's weights; suites/consistency_models.py)"),
     Name("MODEL_CLAIM", family="bert", reference="reference.dependency_models", kind="constant",
          signature="MODEL_CLAIM = 'bidirectional' | 'causal' | 'concat_unidirectional'"),
     Name("build_bert", family="bert", reference="reference.bert",

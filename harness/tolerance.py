@@ -16,7 +16,7 @@ cancel luckily (to exactly 0). ``terms`` (optional, float64, broadcastable to th
 the standard running-error magnitude of each element: the same math evaluated on absolute
 values (a sum contributes sum |terms|, a product |a| |b|, a difference |a| + |b|), e.g. for the
 attention backward dS_abs = P (|dO| |V|^T + rowsum(P |dO| |V|^T)), dK_abs = scale dS_abs^T |Q|
-(``suites._magnitudes``). Every correctly rounded operation is off by at most u = eps/2 of
+(``suites.magnitudes``). Every correctly rounded operation is off by at most u = eps/2 of
 its result, so an implementation that chains a few rounding stages over the same terms is off
 by a few u x terms wherever it cancels; elsewhere terms ~ |result| and this adds ~C u |result|,
 well below the floor. The check is elementwise: a wrong value next to small terms gets no room.

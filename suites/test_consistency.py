@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 from harness import protocol, tolerance
 from suites.attention.configs import attn_configs, window_configs
-from suites import _consistency_models as models
-from suites import _consistency_varlen as varlen
+from suites import consistency_models as models
+from suites import consistency_varlen as varlen
 from suites.bert.configs import distill_configs, embedding_configs, inputs_configs, model_configs
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
@@ -37,9 +37,8 @@ from suites.norms import helpers as norms
 from suites.norms.configs import norm_configs
 from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_configs,
                                        t5_bias_configs, t5_bucket_configs)
-from harness.guard import ImplementationError
+from suites.kit import ImplementationError, Unsupported, impl, require_features
 from harness.loader import BrokenTarget, Missing
-from harness.runner import Unsupported, impl, require_features
 from reference.alibi import alibi_distance, alibi_math, get_slopes
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import rms_norm_math
@@ -50,8 +49,7 @@ from reference.t5_bias import relative_positions
 from suites.attention.helpers import naive as attention_naive
 from suites.attention.helpers import truth as attention_truth
 from suites.positions.helpers import rope_naive, rope_truth
-from suites.bert.test_distillation import _naive as distillation_naive
-from suites.bert.test_distillation import _ref as distillation_truth
+from suites.bert.test_distillation import distillation_naive, distillation_truth
 from suites.positions.test_t5_bucket import accepted
 
 #: the plug-in reads it: these tests compare targets with each other (the consistency section),
@@ -400,7 +398,7 @@ def test_outputs_agree(loaded_targets, name, data):
 @given(data=st.data())
 def test_varlen_against_dense(loaded_targets, name, data):
     """Every target's ``attention_varlen`` and every target's SDPA run per sequence agree on the
-    same packed inputs (``suites/_consistency_varlen.py``)."""
+    same packed inputs (``suites/consistency_varlen.py``)."""
     if len(loaded_targets) < 2:
         pytest.skip("a differential check needs two or more loaded --impl targets")
     packed, dense = sharing(loaded_targets, "attention_varlen"), sharing(loaded_targets, varlen.SDPA)

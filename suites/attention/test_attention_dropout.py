@@ -40,9 +40,7 @@ from hypothesis import given, settings
 
 from harness import tolerance
 from suites.attention.configs import DropoutConfig, dropout_configs
-from harness.conventions import KNOWN, check_convention
-from harness.guard import ImplementationError
-from harness.runner import on_target, record_label, run
+from suites.kit import KNOWN, ImplementationError, check_convention, on_target, record_label, run
 from harness.target_ops import seeded
 from suites.attention.helpers import SDPA, call_sdpa
 

@@ -20,10 +20,8 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from suites import regimes
-from harness.conventions import KNOWN, check_convention
-from harness.guard import expect_tensor
+from suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, require_features, run
 from suites.regimes import covering
-from harness.runner import impl, record_label, require_features, run
 from reference.attention_varlen import bounds, sequence_math
 from reference.masks import causal_mask
 from suites.attention import configs as ac

@@ -22,8 +22,8 @@ from hypothesis import given
 from suites import regimes
 from suites.attention.configs import window_configs
 from suites.regimes import covering
-from harness.runner import run
-from suites._grad import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
+from suites.kit import run
+from suites.gradients import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
 from suites.attention.test_attention_grad import agree
 from suites.attention.test_sliding_window import SWA, measure_extent
 

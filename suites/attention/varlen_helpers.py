@@ -6,8 +6,7 @@ from __future__ import annotations
 import torch
 
 from harness import tolerance
-from harness.guard import expect_tensor
-from harness.runner import impl, require_features
+from suites.kit import expect_tensor, impl, require_features
 from reference.attention_varlen import bounds, varlen_math
 from suites.attention.configs import VarlenConfig
 from suites.attention.helpers import EXTREME, extreme_like

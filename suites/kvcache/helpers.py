@@ -6,8 +6,7 @@ import torch
 
 from harness import tolerance
 from suites.kvcache.configs import KVCacheConfig
-from harness.guard import expect_tensor
-from harness.runner import impl, require_features
+from suites.kit import expect_tensor, impl, require_features
 from reference.kvcache import gather, kvcache_math, rotate, scatter
 from suites.attention.helpers import EXTREME, extreme_like
 

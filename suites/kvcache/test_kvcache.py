@@ -17,9 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from suites.kvcache import configs as kvc
-from harness.conventions import KNOWN, check_convention
+from suites.kit import KNOWN, check_convention, record_label, run
 from suites.regimes import covering
-from harness.runner import record_label, run
 from reference.attention import attention_math
 from reference.sliding_window import sliding_window_math
 from suites.kvcache import helpers as kv

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from suites.regimes import covering
-from harness.runner import run
+from suites.kit import run
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
 

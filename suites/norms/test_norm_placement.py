@@ -20,10 +20,7 @@ from torch import nn
 
 from harness import guard, tolerance
 from suites.norms.configs import norm_configs, wide_dtypes
-from harness.conventions import check_convention
-from harness.guard import ImplementationError
-from harness.isolation import is_module
-from harness.runner import impl, on_target, record_label, run
+from suites.kit import ImplementationError, check_convention, impl, is_module, on_target, record_label, run
 from suites.norms.helpers import BLOCK, forward, token_stats
 
 FAMILY = "norm_placement"

@@ -8,9 +8,8 @@ import torch
 from harness import tolerance
 from harness.configs import DTYPES
 from suites.positions.configs import RopeConfig
-from harness.guard import ImplementationError, expect_tensor
-from harness.runner import PropertyFailure, impl, property_name, repro_command, run
-from harness.target_ops import manual_seed
+from suites.kit import ImplementationError, expect_tensor, impl, manual_seed, run
+from harness.runner import PropertyFailure, property_name, repro_command
 from reference.rope import LAYOUTS, pair_indices, rope_math
 
 ROPE = "apply_rotary_embedding"

@@ -27,10 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from harness import guard, module_tensors
-from harness.configs import _SEED
-from harness.guard import ImplementationError
-from harness.isolation import is_module
-from harness.runner import impl, on_target, within_declarations
+from suites.kit import SEED, ImplementationError, impl, is_module, on_target, within_declarations
 from suites.positions.configs import MAX_KEYS, BiasCallsConfig
 from suites.positions.helpers import expect_floating, guarded_step, module_devices, seed_sequence
 
@@ -153,7 +150,7 @@ def machine_for(target, spec: Spec, check: Callable):
     devices = module_devices(target)
 
     class BiasModuleCalls(RuleBasedStateMachine):
-        @initialize(cfg=spec.configs, seed=_SEED)
+        @initialize(cfg=spec.configs, seed=SEED)
         def start(self, cfg, seed):
             self.cfg = BiasCallsConfig(**{**cfg, "seed": seed})
             within_declarations(target, self.cfg)

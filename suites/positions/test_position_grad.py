@@ -21,10 +21,10 @@ from harness import tolerance
 from suites import regimes
 from suites.positions.configs import RopeConfig, learned_configs, rope_configs
 from suites.regimes import covering
-from harness.runner import on_target, run
+from suites.kit import on_target, run
 from harness.target_ops import gradcheck
 from reference.rope import pair_indices, rope_math
-from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, skip_unless_float64, target_grads,
+from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, skip_unless_float64, target_grads,
                           upstream)
 from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
 from suites.positions.test_learned_positions import LPE, build, table_path

@@ -30,13 +30,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from harness import guard, tolerance
-from harness.configs import _SEED, DTYPES
-from suites.positions.configs import _BASE, _EVEN_DIM
+from suites.kit import (SEED, ImplementationError, check_convention, expect_tensor, impl, is_module,
+                        record_label, within_declarations)
+from harness.configs import DTYPES
+from suites.positions.configs import BASE, EVEN_DIM
 from suites.positions.configs import MAX_POSITION, RopeCallsConfig
-from harness.conventions import check_convention
-from harness.guard import ImplementationError, expect_tensor
-from harness.isolation import is_module
-from harness.runner import impl, record_label, within_declarations
 from suites.positions.helpers import (PROBE_POSITIONS, guarded_step, layout_of, module_devices, rope_naive,
                                       rope_truth, seed_sequence)
 
@@ -161,7 +159,7 @@ def machine_for(target):
     check = check_call_sequences
 
     class RopeModuleCalls(RuleBasedStateMachine):
-        @initialize(D=_EVEN_DIM, base=_BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=_SEED)
+        @initialize(D=EVEN_DIM, base=BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=SEED)
         def start(self, D, base, batch, heads, seed):
             self.cfg = RopeCallsConfig(D=D, base=base, batch=batch, heads=heads, seed=seed)
             within_declarations(target, self.cfg)

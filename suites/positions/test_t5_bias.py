@@ -23,7 +23,7 @@ import torch
 from hypothesis import given
 
 from suites.positions.configs import t5_bias_configs
-from harness.runner import impl, run
+from suites.kit import impl, run
 from reference.t5_bias import relative_positions
 from suites.positions.helpers import expect_floating
 from suites.positions.test_t5_bucket import accepted

@@ -15,8 +15,7 @@ import pytest
 import torch
 
 from harness import tolerance
-from harness.guard import expect_tensor
-from harness.runner import UNSUPPORTED, on_target, require_features
+from suites.kit import UNSUPPORTED, expect_tensor, on_target, require_features
 from harness.target_ops import backward
 from suites.attention.helpers import poison
 

@@ -22,10 +22,8 @@ from typing import Any
 import torch
 
 from harness import tolerance
-from harness.guard import ImplementationError
-from harness.isolation import is_module
-from harness.runner import on_target
-from harness.target_ops import eval_forward, load_state, manual_seed, seeded, state_of
+from suites.kit import ImplementationError, is_module, manual_seed, on_target
+from harness.target_ops import eval_forward, load_state, seeded, state_of
 
 
 class NotComparable(Exception):

@@ -23,8 +23,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness import tolerance
-from harness.guard import ImplementationError, expect_tensor
-from harness.runner import impl
+from suites.kit import ImplementationError, expect_tensor, impl
 from reference.attention_varlen import bounds, visible_keys
 from suites.attention import varlen_helpers as vh
 from suites.attention.configs import varlen_configs
