@@ -76,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--require-consistent", action="store_true", default=False,
                     help="with several --impl targets (backends of one library): fail the session when "
                          "they measure different conventions or the differential checks "
-                         "(suites/test_consistency.py) find different outputs; without it they are reported")
+                         "(suites/consistency/) find different outputs; without it they are reported")
     group.addoption("--torch-threads", type=int, default=None, metavar="N",
                     help="torch CPU threads (default 1 for conformance runs: the suites' tensors are "
                          "tiny and thread hand-off dominates; benchmark runs keep torch's default)")
@@ -221,7 +221,7 @@ def device(pytestconfig: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def loaded_targets(pytestconfig: pytest.Config) -> list:
     """Every target of the session that loaded, in ``--impl`` order (the differential checks
-    of ``suites/test_consistency.py`` hold them to each other)."""
+    of ``suites/consistency/`` hold them to each other)."""
     return [t for t in targets(pytestconfig) if t.load_error is None]
 
 
