@@ -226,9 +226,9 @@ def loaded_targets(pytestconfig: pytest.Config) -> list:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # only the conformance suites (a module with FAMILY, or a test marked `needs`) are
-    # parametrized over the targets; a self-test's own `target` argument is left alone
-    is_suite = hasattr(metafunc.module, "FAMILY") or metafunc.definition.get_closest_marker("needs")
+    # only the conformance suites (a module that names its properties' PROPERTY_PREFIX, or a test
+    # marked `needs`) are parametrized over the targets; a self-test's own `target` argument is left alone
+    is_suite = hasattr(metafunc.module, "PROPERTY_PREFIX") or metafunc.definition.get_closest_marker("needs")
     if "target" in metafunc.fixturenames and is_suite:
         ts = targets(metafunc.config)
         metafunc.parametrize("target", ts, ids=[t.id for t in ts])

@@ -38,7 +38,7 @@ from suites.positions import (test_alibi as alibi, test_rope as rope, test_sinus
 from suites.positions.configs import (RopeConfig, alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
                                       t5_bucket_configs)
 
-FAMILY = "history"
+PROPERTY_PREFIX = "history"
 
 
 @st.composite

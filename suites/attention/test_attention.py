@@ -22,7 +22,7 @@ from suites.regimes import covering
 from suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, truth
 from suites.positions.helpers import expect_floating
 
-FAMILY = "attention"
+PROPERTY_PREFIX = "attention"
 pytestmark = pytest.mark.needs(SDPA)
 
 

@@ -44,7 +44,7 @@ from suites.kit import KNOWN, ImplementationError, check_convention, on_target, 
 from harness.target_ops import seeded
 from suites.attention.helpers import SDPA, call_sdpa
 
-FAMILY = "attention"
+PROPERTY_PREFIX = "attention"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("dropout")]
 #: the false-failure budget of one run of a statistical property (all its examples together)
 DELTA = 1e-6

@@ -34,7 +34,7 @@ from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of,
                           qkv_and_upstream, target_grads, worst_each)
 from suites.attention.test_attention_masks import random_mask
 
-FAMILY = "attention_grad"
+PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]
 NAMES = ("dq", "dk", "dv")
 

@@ -20,7 +20,7 @@ from suites.kit import check_convention, record_label, run
 from reference.masks import causal_mask
 from suites.attention.helpers import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
 
-FAMILY = "attention"
+PROPERTY_PREFIX = "attention"
 pytestmark = pytest.mark.needs(SDPA)
 
 

@@ -30,7 +30,7 @@ from suites.attention.helpers import SDPA, features_of
 from suites.gradients import target_grads
 from suites.attention.test_attention_dropout import keep_mask, probe
 
-FAMILY = "attention_grad"
+PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward"), pytest.mark.uses("dropout")]
 
 

@@ -22,7 +22,7 @@ from reference.masks import window_mask
 from reference.sliding_window import sliding_window_math
 from suites.attention.helpers import poison, probe_inputs, seen_keys, show_mask
 
-FAMILY = "sliding_window"
+PROPERTY_PREFIX = "sliding_window"
 SWA = "sliding_window_attention"
 pytestmark = pytest.mark.needs(SWA)
 

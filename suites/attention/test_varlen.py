@@ -29,7 +29,7 @@ from suites.attention import varlen_helpers as vh
 from suites.positions.helpers import rope_naive, rope_truth
 from reference.rope import LAYOUTS
 
-FAMILY = "varlen"
+PROPERTY_PREFIX = "varlen"
 pytestmark = pytest.mark.needs(vh.VARLEN)
 #: a third of the profile's examples, at least 8 (ci and dev: 10; thorough: 100): each draws up to 4
 #: sequences, and the tile-join regime's explicit examples run first on every profile anyway

@@ -25,7 +25,7 @@ from suites.magnitudes import attention_grad_terms
 from suites.attention import configs as ac
 from suites.attention import varlen_helpers as vh
 
-FAMILY = "varlen_grad"
+PROPERTY_PREFIX = "varlen_grad"
 pytestmark = [pytest.mark.needs(vh.VARLEN), pytest.mark.uses("backward")]
 NAMES = ("dq", "dk", "dv")
 EXAMPLES = settings(max_examples=max(8, settings.default.max_examples // 3))

@@ -27,7 +27,7 @@ from suites.gradients import assert_zero, poison_for_backward, qkv_and_upstream,
 from suites.attention.test_attention_grad import agree
 from suites.attention.test_sliding_window import SWA, measure_extent
 
-FAMILY = "window_grad"
+PROPERTY_PREFIX = "window_grad"
 pytestmark = [pytest.mark.needs(SWA), pytest.mark.uses("backward")]
 
 

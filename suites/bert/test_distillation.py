@@ -22,7 +22,7 @@ from suites.kit import ImplementationError, impl, on_target, run
 from harness.target_ops import vjp
 from reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math
 
-FAMILY = "distillation"
+PROPERTY_PREFIX = "distillation"
 LOSS = "distillation_loss"
 pytestmark = pytest.mark.needs(LOSS)
 #: a one-hot teacher as finite logits: softmax gives exact zeros off the label in every dtype

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from suites.bert.configs import DELTA, NO_SHRINK, MLMConfig, hoeffding_radius, mlm_configs
 from suites.kit import ImplementationError, check_convention, impl, manual_seed, record_label, run
 
-FAMILY = "mlm"
+PROPERTY_PREFIX = "mlm"
 MASK = "mask_tokens"
 IGNORE = -100
 pytestmark = pytest.mark.needs(MASK)

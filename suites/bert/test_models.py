@@ -24,7 +24,7 @@ from suites.kit import ImplementationError, impl, is_module, manual_seed, on_tar
 from harness.target_ops import attribute_tensor, count_parameters, seeded
 from reference.bert import CONFIGS, PARAMETERS, PUBLISHED, parameter_count
 
-FAMILY = "models"
+PROPERTY_PREFIX = "models"
 PROFILES = ("bidirectional", "causal", "concat_unidirectional")
 NSP_EXAMPLES = 3
 

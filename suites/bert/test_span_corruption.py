@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from suites.bert.configs import DELTA, NO_SHRINK, SpanConfig, empirical_bernstein_radius, span_configs
 from suites.kit import ImplementationError, call_each, impl, manual_seed, run
 
-FAMILY = "span_corruption"
+PROPERTY_PREFIX = "span_corruption"
 SPAN = "span_corruption"
 pytestmark = pytest.mark.needs(SPAN)
 STAT_EXAMPLES = 2

@@ -19,7 +19,7 @@ among the others.
 
 Each family's names are in ``test_consistency_<family>.py`` (a ``Case`` per compared name, the test
 that runs them); this module holds what they share: ``Case``, the judges' yardstick (``policy``),
-calling every target alike (``outputs``) and holding each output to the first target's (``compare``),
+calling every target alike (``outputs``) and holding each output to the first target's (``assert_consistent``),
 and the test's body (``outputs_agree``).
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def least_precise(outs) -> torch.dtype:
     return max(dtypes, key=lambda d: torch.finfo(d).eps, default=torch.float32)
 
 
-def compare(name: str, cfg, case: Case, calls, results) -> None:
+def assert_consistent(name: str, cfg, case: Case, calls, results) -> None:
     """Each target's outputs against the first target's (a call ``case.against`` names: every
     target's, the first's too, against the first target's output of the call named); AssertionError
     on a disagreement."""
@@ -173,4 +173,4 @@ def outputs_agree(loaded_targets, name: str, data, cases: dict[str, Case], skipp
     except NotComparable as exc:
         pytest.skip(f"not comparable: {exc}")
     assume(len(results) >= 2)
-    compare(name, cfg, case, calls, results)
+    assert_consistent(name, cfg, case, calls, results)

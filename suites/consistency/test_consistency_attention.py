@@ -16,9 +16,10 @@ from suites.attention.configs import attn_configs, window_configs
 from suites.attention.helpers import naive as attention_naive
 from suites.attention.helpers import truth as attention_truth
 from suites.consistency import varlen
-from suites.consistency.differential import Case, as_float64, compare, not_compared, outputs_agree, policy, sharing
+from suites.consistency.differential import (Case, as_float64, assert_consistent, not_compared, outputs_agree, policy,
+                                               sharing)
 
-#: the plug-in reads it: these tests compare targets with each other (the consistency section),
+#: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target
 CONSISTENCY = True
 #: the family of protocol names this module compares (``harness/protocol.py``)
@@ -79,4 +80,4 @@ def test_varlen_against_dense(loaded_targets, name, data):
     results = varlen.packed_and_dense(packed, dense, cfg, *calls[0][1:])
     roles = {r.name for r, _ in results}
     assume("attention_varlen" in roles and len(roles) == 2)  # (one role's targets alone: the check above)
-    compare(name, cfg, Case(None, varlen.calls, varlen.judge), calls, results)
+    assert_consistent(name, cfg, Case(None, varlen.calls, varlen.judge), calls, results)

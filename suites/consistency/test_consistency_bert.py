@@ -19,7 +19,7 @@ from suites.consistency import models
 from suites.consistency.differential import Case, as_float64, not_compared, outputs_agree, policy
 from suites.kit import ImplementationError
 
-#: the plug-in reads it: these tests compare targets with each other (the consistency section),
+#: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target
 CONSISTENCY = True
 #: the family of protocol names this module compares (``harness/protocol.py``)

@@ -18,7 +18,7 @@ from suites.kit import Unsupported, require_features
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
 
-#: the plug-in reads it: these tests compare targets with each other (the consistency section),
+#: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target
 CONSISTENCY = True
 #: the family of protocol names this module compares (``harness/protocol.py``)

@@ -18,7 +18,7 @@ from suites.consistency.differential import Case, as_float64, not_compared, outp
 from suites.norms import helpers as norms
 from suites.norms.configs import norm_configs
 
-#: the plug-in reads it: these tests compare targets with each other (the consistency section),
+#: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target
 CONSISTENCY = True
 #: the family of protocol names this module compares (``harness/protocol.py``)

@@ -27,7 +27,7 @@ from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_co
 from suites.positions.helpers import rope_naive, rope_truth
 from suites.positions.test_t5_bucket import accepted
 
-#: the plug-in reads it: these tests compare targets with each other (the consistency section),
+#: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target
 CONSISTENCY = True
 #: the family of protocol names this module compares (``harness/protocol.py``)

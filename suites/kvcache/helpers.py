@@ -119,7 +119,8 @@ def assert_cache_holds(kc, vc, k, v, slots, positions, what: str, item: int = 0)
                                  f"position {int(positions[i])} (the new keys/values must be written into the cache)")
 
 
-def compare(out, truth, naive, dtype, what: str) -> tolerance.Comparison:
+def assert_close(out, truth, naive, dtype, what: str) -> tolerance.Comparison:
+    """``out`` equals ``truth`` under the tolerance policy (``tolerance.assert_close``), else AssertionError."""
     return tolerance.assert_close(out, truth, naive, dtype=dtype, what=what)
 
 

@@ -27,7 +27,7 @@ from suites.kit import run
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
 
-FAMILY = "kvcache"
+PROPERTY_PREFIX = "kvcache"
 pytestmark = pytest.mark.needs(kv.KV)
 
 #: half the loaded profile's examples, at least 10 (each example is several calls over a pool;
@@ -93,7 +93,7 @@ def check_paged_agreement(target, cfg):
     logical cache (read through its table row) equals the linear one's."""
     q, out, ref, nai, after = _against_linear(target, cfg, poison=False)
     what = kv.describe_paged(cfg)
-    kv.compare(out, ref, nai, q.dtype, f"{what}: the outputs (the truth: a linear cache with the same logical "
+    kv.assert_close(out, ref, nai, q.dtype, f"{what}: the outputs (the truth: a linear cache with the same logical "
                                        f"contents)")
     _assert_logical(cfg, after, what)
 
@@ -104,7 +104,7 @@ def check_paged_unfilled_slots(target, cfg):
     causal or not."""
     q, out, ref, nai, after = _against_linear(target, cfg, poison=True)
     try:
-        kv.compare(out, ref, nai, q.dtype, "output")
+        kv.assert_close(out, ref, nai, q.dtype, "output")
     except AssertionError as exc:
         raise AssertionError(f"{kv.describe_paged(cfg)}: the slots past each item's filled positions (its last "
                              f"page partly filled) and the pages no item has reached hold +-1e4, and they changed "
@@ -168,7 +168,7 @@ def check_paged_shared_prefix(target, cfg):
                                  f"position {j * cfg.block_size + slot}) was written; both items are cached past it, "
                                  f"so no call may write it")
     for b in range(cfg.batch):
-        kv.compare(out[b:b + 1], ref[b:b + 1], nai[b:b + 1], q.dtype, f"{what}: item {b}'s outputs")
+        kv.assert_close(out[b:b + 1], ref[b:b + 1], nai[b:b + 1], q.dtype, f"{what}: item {b}'s outputs")
 
 
 def _options_check(target, cfg, option: str):
@@ -186,7 +186,7 @@ def _options_check(target, cfg, option: str):
     out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table, sinks)
     cache = kv.describe_paged(cfg) if cfg.block_size else f"linear cache, cache_seqlens {list(cfg.prior)}, " \
                                                           f"calls {cfg.chunks}"
-    kv.compare(out, ref, nai, q.dtype, f"{option}, {cache}, causal={cfg.causal}: the outputs")
+    kv.assert_close(out, ref, nai, q.dtype, f"{option}, {cache}, causal={cfg.causal}: the outputs")
 
 
 def check_softcap(target, cfg):

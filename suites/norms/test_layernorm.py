@@ -24,7 +24,7 @@ from reference.layernorm import layer_norm_math
 from suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive, token_stats,
                            truth, unchanged)
 
-FAMILY = "layernorm"
+PROPERTY_PREFIX = "layernorm"
 pytestmark = pytest.mark.needs(LN)
 
 

@@ -42,7 +42,7 @@ from suites.gradients import GRADCHECK, assert_grads, autograd_of, skip_unless_f
 from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
 from suites.norms.test_rmsnorm import build_rms
 
-FAMILY = "norm_grad"
+PROPERTY_PREFIX = "norm_grad"
 pytestmark = pytest.mark.uses("backward")
 
 

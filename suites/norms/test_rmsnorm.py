@@ -25,7 +25,7 @@ from reference.layernorm import layer_norm_math
 from reference.rmsnorm import default_eps, rms_norm_math
 from suites.norms.helpers import RMS, agree, autocast_agree, build, check_token_dims, forward, matches, unchanged
 
-FAMILY = "rmsnorm"
+PROPERTY_PREFIX = "rmsnorm"
 pytestmark = pytest.mark.needs(RMS)
 #: fixed defaults in the wild: Llama, T5, Gemma (1e-6), Mistral configs (1e-5)
 FIXED_EPS = (1e-6, 1e-5)

@@ -19,7 +19,7 @@ from suites.kit import impl, run, unverified, verified
 from reference.alibi import alibi_distance, alibi_math, get_slopes
 from suites.positions.helpers import expect_floating
 
-FAMILY = "alibi"
+PROPERTY_PREFIX = "alibi"
 SLOPES, BIAS = "alibi_slopes", "alibi_bias"
 
 

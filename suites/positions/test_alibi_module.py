@@ -26,7 +26,7 @@ from suites.positions.configs import ALIBI_HEADS, BiasCallsConfig
 from suites.positions.module_calls import Spec, replay, run_machine
 from suites.stateful import Verdict
 
-FAMILY = "alibi_module"
+PROPERTY_PREFIX = "alibi_module"
 MODULE = "AlibiPositionalBias"
 pytestmark = pytest.mark.needs(MODULE)
 

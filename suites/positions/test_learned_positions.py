@@ -19,7 +19,7 @@ from harness import guard, module_tensors, tolerance
 from suites.positions.configs import learned_configs
 from suites.kit import ImplementationError, expect_tensor, impl, is_module, on_target, run
 
-FAMILY = "learned_positions"
+PROPERTY_PREFIX = "learned_positions"
 LPE = "LearnedPositionEmbedding"
 pytestmark = pytest.mark.needs(LPE)
 

@@ -29,7 +29,7 @@ from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of,
 from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
 from suites.positions.test_learned_positions import LPE, build, table_path
 
-FAMILY = "position_grad"
+PROPERTY_PREFIX = "position_grad"
 pytestmark = pytest.mark.uses("backward")
 
 

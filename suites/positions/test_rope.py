@@ -28,7 +28,7 @@ from reference.rope import pair_indices, rope_frequencies, rope_math
 from suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
                                rope_images, rope_naive, rope_truth, score_allowance, scores)
 
-FAMILY = "rope"
+PROPERTY_PREFIX = "rope"
 pytestmark = pytest.mark.needs(ROPE)
 
 

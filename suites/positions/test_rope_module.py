@@ -37,7 +37,7 @@ from suites.positions.configs import BASE, EVEN_DIM
 from suites.positions.configs import MAX_POSITION, RopeCallsConfig
 from suites.positions.helpers import PROBE_POSITIONS, layout_of, module_devices, rope_naive, rope_truth
 
-FAMILY = "rope_module"
+PROPERTY_PREFIX = "rope_module"
 MODULE = "RotaryEmbedding"
 pytestmark = pytest.mark.needs(MODULE)
 

@@ -25,7 +25,7 @@ from suites.kit import check_convention, impl, record_label, run
 from reference.sinusoidal import LAYOUTS, sin_cos_columns, sinusoidal_frequencies, sinusoidal_math
 from suites.positions.helpers import expect_floating
 
-FAMILY = "sinusoidal"
+PROPERTY_PREFIX = "sinusoidal"
 SIN = "sinusoidal_position_embedding"
 pytestmark = pytest.mark.needs(SIN)
 

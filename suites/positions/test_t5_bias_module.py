@@ -24,7 +24,7 @@ from suites.positions.module_calls import Spec, replay, run_machine
 from suites.stateful import Verdict
 from suites.positions.test_t5_bucket import accepted
 
-FAMILY = "t5_bias_module"
+PROPERTY_PREFIX = "t5_bias_module"
 MODULE = "T5RelativePositionBias"
 pytestmark = pytest.mark.needs(MODULE)
 

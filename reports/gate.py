@@ -287,7 +287,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
     return Gate(table, scope, len(compared), targets, base_targets, strict)
 
 
-def compare(current: pd.DataFrame, baseline: pd.DataFrame, **kw) -> pd.DataFrame:
+def gate_table(current: pd.DataFrame, baseline: pd.DataFrame, **kw) -> pd.DataFrame:
     """The comparison table (``gate(...).table``): one row per compared (run, key, metric), status
     changes, the per-suite drift, and new / missing / not requested points."""
     return gate(current, baseline, **kw).table
