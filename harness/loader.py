@@ -156,7 +156,7 @@ class Target:
         self.backend.close()
 
 
-def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
+def load_target(spec: str, *, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
                 isolation: str = "none", timeout: float | None = None,
                 import_timeout: float | None = None, threads: int | None = None,
                 triton_interpret: bool = False) -> Target:

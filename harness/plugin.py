@@ -146,9 +146,9 @@ def targets(config: pytest.Config):
         iso = config.getoption("isolation", "process")
         threads = config.getoption("torch_threads") or 1
         config.stash[_TARGETS_KEY] = [
-            load_target(s, conventions, device, isolation=iso, timeout=config.getoption("impl_timeout"),
-                        import_timeout=config.getoption("import_timeout"), threads=threads,
-                        triton_interpret=config.getoption("triton_interpret", False))
+            load_target(s, cli_conventions=conventions, device=device, isolation=iso,
+                        timeout=config.getoption("impl_timeout"), import_timeout=config.getoption("import_timeout"),
+                        threads=threads, triton_interpret=config.getoption("triton_interpret", False))
             for s in target_specs(config)]
     return config.stash[_TARGETS_KEY]
 

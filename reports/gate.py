@@ -202,7 +202,7 @@ def _in_scope(point: dict, scope: str) -> bool:
     return scope == "all" or point["role"] == "target"
 
 
-def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", allow_missing: bool = False,
+def gate(current: pd.DataFrame, baseline: pd.DataFrame, *, scope: str = "target", allow_missing: bool = False,
          requested: Callable[[str, str, str], bool] | None = None, strict: bool = False,
          current_samples: dict | None = None, baseline_samples: dict | None = None) -> Gate:
     """Compare and judge. ``requested(suite, case, pass_)``: whether the runs asked for that suite,

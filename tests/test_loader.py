@@ -126,7 +126,7 @@ def test_keyboard_interrupt_at_import_is_captured(write):
 
 
 def test_cli_conventions_are_kept(write):
-    target = load_target(write("conv.py", GOOD), {"causal_alignment": "top_left"})
+    target = load_target(write("conv.py", GOOD), cli_conventions={"causal_alignment": "top_left"})
     assert target.cli_conventions == {"causal_alignment": "top_left"}
     assert target.conventions["causal_alignment"] == "top_left"
 

@@ -57,7 +57,7 @@ def main(args) -> int:
     from harness.loader import Missing, load_target
 
     configs.add_source(options.SUITES)  # the configuration types: HARNESS_SIZES, --config
-    target = load_target(args.impl, conventions.parse_cli(args.convention), args.device,
+    target = load_target(args.impl, cli_conventions=conventions.parse_cli(args.convention), device=args.device,
                          isolation=args.isolation, timeout=args.impl_timeout, threads=1)
     if target.load_error:
         print(f"target {target.spec!r} does not load: {target.load_error}")

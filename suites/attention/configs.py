@@ -166,7 +166,7 @@ _VLEN = st.one_of(st.integers(1, 24), st.sampled_from([31, 33, 40]))
 
 
 @st.composite
-def varlen_configs(draw, causal=st.booleans(), gqa: bool = False, dtypes=DTYPE, lengths=None,
+def varlen_configs(draw, *, causal=st.booleans(), gqa: bool = False, dtypes=DTYPE, lengths=None,
                    distinct: bool = False, even_head: bool = False, max_batch: int = 4) -> VarlenConfig:
     """1 ... ``max_batch`` sequences of 1 ... 40 queries (``lengths``: a strategy of (q_lens, k_lens)
     instead). Causal: the keys as many as the queries unless ``distinct`` (Lq != Lk in some

@@ -60,7 +60,7 @@ def truth_and_naive(q, k, v, g, **kw):
 
 def agree(grads, q, k, v, g, what: str, **kw) -> None:
     truth, naive, terms = truth_and_naive(q, k, v, g, **kw)
-    assert_grads(NAMES, grads, truth, naive, q.dtype, what, terms)
+    assert_grads(NAMES, grads, truth, naive, q.dtype, what, terms=terms)
 
 
 def check_agreement(target, cfg):
@@ -172,7 +172,8 @@ def check_gqa(target, cfg):
                 f"sum over its query heads {head * cfg.group}..{head * cfg.group + cfg.group - 1} of the {name} "
                 f"with K/V repeat_interleave'd: the backward must sum over the query group (Hq={cfg.hq}, "
                 f"Hkv={cfg.hkv})")
-    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})", terms)
+    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})",
+                 terms=terms)
 
 
 @st.composite

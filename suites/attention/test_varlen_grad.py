@@ -58,7 +58,7 @@ def agree(grads, cfg, q, k, v, g, what: str) -> None:
     truth = autograd_of(lambda *t: varlen_math(*t, cu_q, cu_k, **kw), [t.double() for t in (q, k, v)], g.double())
     cands = [autograd_of(lambda *t, at=at: varlen_math(*t, cu_q, cu_k, compute_dtype=q.dtype, scale_at=at, **kw),
                          (q, k, v), g) for at in ("scores", "query")]
-    assert_grads(NAMES, grads, truth, worst_each(truth, cands), q.dtype, what, _terms(cfg, q, k, v, g))
+    assert_grads(NAMES, grads, truth, worst_each(truth, cands), q.dtype, what, terms=_terms(cfg, q, k, v, g))
 
 
 def check_agreement(target, cfg):

@@ -31,7 +31,7 @@ PROPERTY_PREFIX = "window_grad"
 pytestmark = [pytest.mark.needs(SWA), pytest.mark.uses("backward")]
 
 
-def window_grads(target, q, k, v, window, g, scale=None) -> list[torch.Tensor]:
+def window_grads(target, q, k, v, window, g, *, scale=None) -> list[torch.Tensor]:
     """[dq, dk, dv] of the target's sliding_window_attention(q, k, v, window, scale) for dO = g."""
     kw = {} if scale is None else {"scale": scale}
     _, grads, _ = target_grads(target, target.lookup(SWA), (q, k, v, window), kw, (0, 1, 2), g)

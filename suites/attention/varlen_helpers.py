@@ -79,7 +79,7 @@ def naive(cfg: VarlenConfig, q, k, v, **kw) -> torch.Tensor:
     return tolerance.worst_naive(truth(cfg, q, k, v, **kw), naive_candidates(cfg, q, k, v, **kw))
 
 
-def agree(out, cfg: VarlenConfig, q, k, v, what: str, rows=None, **kw) -> tolerance.Comparison:
+def agree(out, cfg: VarlenConfig, q, k, v, what: str, *, rows=None, **kw) -> tolerance.Comparison:
     """``out`` equals the per-sequence float64 truth under the tolerance policy (``rows``: only
     these rows of the packed output, a bool (total_q,))."""
     ref, cands, out = truth(cfg, q, k, v, **kw), naive_candidates(cfg, q, k, v, **kw), out.cpu()

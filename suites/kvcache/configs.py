@@ -216,7 +216,7 @@ _SOFTCAP = st.sampled_from([0.5, 1.0, 2.0, 5.0, 50.0])
 
 
 @st.composite
-def paged_configs(draw, dtypes=DTYPE, causal=st.just(True), shared: bool = False, paged=st.just(True),
+def paged_configs(draw, *, dtypes=DTYPE, causal=st.just(True), shared: bool = False, paged=st.just(True),
                   softcap: bool = False, sinks: bool = False) -> KVCacheConfig:
     """1 ... 3 items with cached lengths 0 ... 40 (ragged), then 1 ... 3 calls of 1 ... 6 tokens
     each, over a paged pool (block sizes 1, 16, 256 and 2 ... 8: the last page partly filled)
@@ -238,7 +238,7 @@ def paged_configs(draw, dtypes=DTYPE, causal=st.just(True), shared: bool = False
 
 
 # -- the tile-boundary regime (suites.regimes): run first as explicit examples ------------------
-def _kv(chunks, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> KVCacheConfig:
+def _kv(chunks, *, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> KVCacheConfig:
     return KVCacheConfig(batch=kw.pop("batch", 1), hq=hq, hkv=hkv, E=E, Ev=E if Ev is None else Ev, dtype=dtype,
                          seed=seed, chunks=tuple(chunks), **kw)
 

@@ -87,7 +87,7 @@ EPS = st.sampled_from([1e-5, 1e-6, 1e-3, 0.1, 0.5])
 
 
 @st.composite
-def norm_configs(draw, dtypes=DTYPE, min_tokens: int = 1, min_features: int = 1,
+def norm_configs(draw, *, dtypes=DTYPE, min_tokens: int = 1, min_features: int = 1,
                  max_ns_dims: int = 2, affine=st.booleans(), eps=EPS) -> NormConfig:
     shapes = [s for s in NORMALIZED_SHAPES if len(s) <= max_ns_dims and math.prod(s) >= min_features]
     leads = [s for s in LEADS if math.prod(s) >= min_tokens]

@@ -19,7 +19,7 @@ LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
-def build(target, name: str, cfg: NormConfig, eps, affine: bool = True, shape=None,
+def build(target, name: str, cfg: NormConfig, eps, *, affine: bool = True, shape=None,
           dtype: torch.dtype | None = None, **params: torch.Tensor) -> nn.Module:
     """``name(shape, eps=eps, elementwise_affine=affine)`` as torch.nn is constructed, moved to the
     config's dtype and the target's device as a model would be, then the given parameters

@@ -104,7 +104,7 @@ def check_layernorm(target, cfg):
     """LayerNorm's dx, dweight and dbias equal float64 autograd of the reference math."""
     grads, truth, naive, x, terms = _ln(target, cfg)
     assert_grads(("dx", "dweight", "dbias"), grads, truth, naive, x.dtype,
-                 f"of LayerNorm({cfg.normalized_shape}, eps={cfg.eps})", terms)
+                 f"of LayerNorm({cfg.normalized_shape}, eps={cfg.eps})", terms=terms)
 
 
 def check_shift_invariance(target, cfg):
@@ -141,7 +141,7 @@ def check_rmsnorm(target, cfg):
                                    x, g, [] if gamma is None else [gamma])
     terms = rms_norm_grad_terms(x, g, cfg.normalized_shape, gamma, cfg.eps)
     assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})",
-                 terms)
+                 terms=terms)
 
 
 #: the residual block's input std: eps (<= 1e-5) / var < 1e-8, below the float32 floor

@@ -91,7 +91,7 @@ def check_embedding_sum(target, cfg):
     assert_grads(("the table's gradient",), [got], [truth], [naive], table.dtype,
                  f"(must be the sum of the upstream rows of each position; position {p} is used "
                  f"{int(counts[p])} times: expected row {truth[p, :3].tolist()}..., got "
-                 f"{got[p, :3].double().tolist()}...)", [terms])
+                 f"{got[p, :3].double().tolist()}...)", terms=[terms])
 
 
 @st.composite
