@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, Phase, settings
 from harness import configs, guard, options, provided, runner, versions
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
-from harness.loader import BrokenTarget, Missing, Target, load_target
+from harness.loader import Target, load_target
+from harness.target_import import BrokenTarget, Missing
 from harness.outcome import Outcome
 from harness.session_rows import NOT_LOADED, ResultsSink, conformance_summary
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, TIME_FLOOR,  # noqa: F401
-                               UNDECIDED_RESOLUTION, decides, detectable, device_kind, undecided_spread)
+from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION, decides, detectable,
+                               device_kind, undecided_spread)
 from harness.stats import mann_whitney_greater
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",

@@ -68,8 +68,7 @@ import pandas as pd
 
 from harness.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
 from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
-from reports.decide import (CI_NAMES, DIRECTION, EXACT, FLOOR, K_SPREAD, MEM_SLACK_CPU, TIME_DERIVED,  # noqa: F401
-                            ci_halfwidth, metric_rows, relative_spread, tolerance)
+from reports.decide import metric_rows
 
 DRIFT_MIN_POINTS = 4
 SCOPES = ("target", "all")

@@ -36,7 +36,8 @@ from harness.runfolder import DEFAULT_PASS, PASS_WORDS, PASSES, grad_case  # noq
 from harness.stats import fit_loglog  # noqa: E402
 from reports.decide import CI_NAMES  # noqa: E402
 from reports.glance import case_name  # noqa: E402
-from reports.load import BAD_STATUSES, param_columns, points  # noqa: E402
+from harness.runfolder import BAD_STATUSES  # noqa: E402
+from reports.load import param_columns, points  # noqa: E402
 from reports.tables import safe_name  # noqa: E402
 
 

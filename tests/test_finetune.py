@@ -55,7 +55,7 @@ def test_verdict_needs_a_significant_and_material_drop():
 
 
 def test_summary_metrics_carry_the_ci_names_the_report_reads():
-    from reports.gate import CI_NAMES
+    from reports.decide import CI_NAMES
     from reports.load import flatten_metrics
     runs = [{"accuracy": a, "train_time_s": t, "eval_time_s": 1.0, "steps": 10, "train_loss_last": 0.5,
              "test_loss": 0.5, "peak_mem_bytes": 100, "peak_mem_method": "rss_hwm_delta",

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli
-from reports import gate
+from reports import decide, gate
 from reports.load import load_runs, tidy
 from tests.run_folders import NS, _row, make_run, read, write, write_pytest_benchmark
 
@@ -240,12 +240,12 @@ def test_cpu_memory_allowance_follows_the_measured_spread(tmp_path):
     assert report(run, quiet_base) == 1
     assert set(regs(run)["metric"]) == {"peak_mem_bytes"}
     bm = {"peak_mem_bytes": 62 * 2 ** 20, "peak_mem_min_bytes": 58 * 2 ** 20, "peak_mem_max_bytes": 90 * 2 ** 20}
-    assert gate.tolerance("peak_mem_bytes", bm, "cpu") == pytest.approx(2 * 32 / 62)
+    assert decide.tolerance("peak_mem_bytes", bm, "cpu") == pytest.approx(2 * 32 / 62)
     # the run's own spread counts too: a quiet baseline, a noisy run
     cm = {"peak_mem_bytes": 70.0, "peak_mem_min_bytes": 60.0, "peak_mem_max_bytes": 88.0}
     quiet = {"peak_mem_bytes": 1e9}
-    assert gate.tolerance("peak_mem_bytes", quiet, "cpu", cm) == pytest.approx(2 * 28 / 70)
-    assert gate.tolerance("peak_mem_bytes", quiet, "cpu") == gate.FLOOR["peak_mem_bytes"]
+    assert decide.tolerance("peak_mem_bytes", quiet, "cpu", cm) == pytest.approx(2 * 28 / 70)
+    assert decide.tolerance("peak_mem_bytes", quiet, "cpu") == decide.FLOOR["peak_mem_bytes"]
 
 
 def test_gate_exit_codes_directly(tmp_path):

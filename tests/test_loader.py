@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from harness import protocol
-from harness.loader import (BrokenTarget, Missing, Target, _module_name_for_file, describe,
-                            load_target)
+from harness.loader import Target, load_target
+from harness.target_import import BrokenTarget, Missing, _module_name_for_file, describe
 from harness.protocol import signature_problem
 
 SDPA = "scaled_dot_product_attention"

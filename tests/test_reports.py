@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness import gate_rule
 from harness.cli import main as cli
-from reports import gate, tables
+from reports import decide, gate, tables
 from reports.load import InputError, load_runs, tidy
 from tests.run_folders import NS, _row, key_of, make_run, write_pytest_benchmark  # noqa: F401
 
@@ -157,11 +158,11 @@ def test_machine_drift_is_taken_out_but_a_large_one_is_a_regression(tmp_path):
 
 def test_cpu_memory_has_an_absolute_slack_gpu_memory_does_not():
     base = {"peak_mem_bytes": 4e6}
-    assert gate.tolerance("peak_mem_bytes", base, "cpu") == pytest.approx(gate.MEM_SLACK_CPU / 4e6)
-    assert gate.tolerance("peak_mem_bytes", base, "cuda:0") == gate.FLOOR["peak_mem_bytes"]
-    assert gate.tolerance("peak_mem_bytes", {"peak_mem_bytes": 4e9}, "cpu") == gate.FLOOR["peak_mem_bytes"]
-    assert gate.tolerance("time_s", {"time_s": 1.0}, "cpu") == gate.TIME_FLOOR["cpu"]
-    assert gate.tolerance("time_s", {"time_s": 1.0}, "cuda:0") == gate.TIME_FLOOR["cuda"]
+    assert decide.tolerance("peak_mem_bytes", base, "cpu") == pytest.approx(decide.MEM_SLACK_CPU / 4e6)
+    assert decide.tolerance("peak_mem_bytes", base, "cuda:0") == decide.FLOOR["peak_mem_bytes"]
+    assert decide.tolerance("peak_mem_bytes", {"peak_mem_bytes": 4e9}, "cpu") == decide.FLOOR["peak_mem_bytes"]
+    assert decide.tolerance("time_s", {"time_s": 1.0}, "cpu") == gate_rule.TIME_FLOOR["cpu"]
+    assert decide.tolerance("time_s", {"time_s": 1.0}, "cuda:0") == gate_rule.TIME_FLOOR["cuda"]
 
 
 def test_noisy_run_within_spread_exit_0(tmp_path):
@@ -175,7 +176,7 @@ def test_noisy_run_within_spread_exit_0(tmp_path):
     # ... unless the run itself measured that much noise: the noisier side's spread counts
     noisy = make_run(tmp_path, "noisy", iqr=0.35, jitter=jitter)
     assert report(noisy, "--baseline", quiet, "--out", tmp_path / "n", "--formats", "csv", "--no-plots") == 0
-    assert gate.tolerance("time_s", {"time_s": 1.0, "time_iqr_s": 0.01}, "cpu",
+    assert decide.tolerance("time_s", {"time_s": 1.0, "time_iqr_s": 0.01}, "cpu",
                              {"time_s": 1.0, "time_iqr_s": 0.2}) == pytest.approx(0.4)
 
 

@@ -33,7 +33,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from harness import protocol, tolerance
-from harness.loader import BrokenTarget, Missing
+from harness.target_import import BrokenTarget, Missing
 from suites.consistency.models import NotComparable
 from suites.kit import ImplementationError, impl
 
