@@ -4,9 +4,10 @@ The suites draw *configurations*, not tensors: shapes, dtype and a seed. The
 tensors are rebuilt from the seed, so a shrunk counterexample is a handful of
 integers that ``python -m harness repro`` can replay exactly.
 
-This module holds the base (``Config``: JSON round trip, seeded generator; ``@register``) and
-the strategies every family shares. Each family's configurations sit beside its suites, in
-``<suites>/<family>/configs.py``, and register their types with ``@register``. The harness names
+This module holds the base (``Config``: JSON round trip, seeded generator; ``@register``); the
+strategies every family shares are the suites' (``suites/strategies.py``). Each family's
+configurations sit beside its suites, in ``<suites>/<family>/configs.py``, and register their
+types with ``@register``. The harness names
 no suite: an entry point (the pytest plug-in, ``python -m harness``) passes the suites' directory
 to ``add_source``, which imports every ``*/configs.py`` under it (``load_families`` imports them
 again where needed), so that ``Config.from_json`` and ``HARNESS_SIZES`` know every type; a
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from hypothesis import strategies as st
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
           "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -67,16 +67,6 @@ class Config:
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[getattr(self, "dtype")]
-
-
-_DTYPE = st.sampled_from(["float32", "float64", "float16", "bfloat16"])
-_SEED = st.integers(0, 2**32 - 1)
-
-
-def autocast_dtypes():
-    """The half dtypes a target is called under ``torch.autocast`` with: bfloat16 on the CPU
-    (what CPU training uses), float16 and bfloat16 when CUDA is present."""
-    return st.sampled_from(["bfloat16", "float16"] if torch.cuda.is_available() else ["bfloat16"])
 
 
 def add_source(directory: str | Path) -> None:
@@ -134,7 +124,7 @@ def _dotted(path: Path) -> tuple[str, Path]:
 class HistoryConfig(Config):
     """Calls of one protocol function ``name`` on the same target, in order: ``calls`` holds each
     call's configuration (a family's ``Config``) as its JSON text, so the whole history replays
-    from this one line (``suites/_history.py``)."""
+    from this one line (``suites/histories.py``)."""
 
     name: str
     calls: tuple[str, ...]

@@ -7,7 +7,7 @@ suites AND all of them to behave alike. Two parts, built only when two or more t
   failure carries the measured value, ``row["convention"]``), whether every target that was
   measured measured the same one: ``backends disagree on sliding_window.window_extent: A w, B w+1``.
   Each target alone may pass with its own named convention; held to each other they disagree.
-- differential: ``suites/test_consistency.py`` calls each protocol name the targets share on the
+- differential: ``suites/consistency/`` calls each protocol name the targets share on the
   same seeded inputs and compares the outputs under the tolerance policy (as torch's fused SDPA
   backends are checked against its math backend); its rows (``{"check", "outcome", "reason"}``,
   outcome ``agree`` / ``disagree`` / ``skipped`` / ``error``) come from the plug-in.
@@ -71,7 +71,7 @@ def summary_line(rows: list[dict], differential: list[dict]) -> str:
     diff = ", ".join(f"{k} {outcomes.count(k)}" for k in ("agree", "disagree", "error", "skipped")
                      if k in ("agree", "disagree") or outcomes.count(k))
     if not differential:
-        diff = "none run (suites/test_consistency.py)"
+        diff = "none run (suites/consistency/)"
     return f"consistency: conventions agree {agree} of {len(conv)}; differential checks: {diff}"
 
 

@@ -1,5 +1,5 @@
 """THE constants of the baseline gate's decision rule, shared by the bench (a row records the
-slowdown its own spread lets the gate detect) and the gate (``reports/compare.py``,
+slowdown its own spread lets the gate detect) and the gate (``reports/gate.py``,
 ``reports/decide.py``). A leaf module: no torch, no pandas.
 
 Time-derived metrics (time_s, tflops, tokens_per_s), per point:

@@ -17,14 +17,10 @@ from harness import interpret
 from harness.guard import CallLimit
 from harness.in_process import InProcessBackend
 from harness.isolation import WorkerBackend
-from harness.options import DEFAULT_TARGET
 from harness.outcome import Outcome
-from harness.target_import import (BrokenTarget, Missing, TargetInfo, _module_name_for_file, describe,
-                                   describe_module)
-
-#: kept importable from here: the tests and suites import them from ``harness.loader``
-__all__ = ["Target", "load_target", "BrokenTarget", "Missing", "TargetInfo", "describe", "describe_module",
-           "_module_name_for_file", "DEFAULT_TARGET"]
+from harness.target_import import BrokenTarget, TargetInfo
+# (harness/runner.py still takes Missing from here: another branch is editing it; then this line goes)
+from harness.target_import import Missing  # noqa: F401
 
 
 @dataclass
@@ -156,7 +152,7 @@ class Target:
         self.backend.close()
 
 
-def load_target(spec: str, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
+def load_target(spec: str, *, cli_conventions: dict[str, str] | None = None, device: str = "cpu",
                 isolation: str = "none", timeout: float | None = None,
                 import_timeout: float | None = None, threads: int | None = None,
                 triton_interpret: bool = False) -> Target:

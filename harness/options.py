@@ -94,5 +94,5 @@ STRICT_GATE_HELP = ("the baseline gate also fails (exit 1) on a point it could n
 
 
 def add_strict_gate(p, help: str = STRICT_GATE_HELP) -> None:
-    """``--strict``: the baseline gate fails on undecided points too (``reports.compare.gate``)."""
+    """``--strict``: the baseline gate fails on undecided points too (``reports.gate.gate``)."""
     p.add_argument("--strict", action="store_true", help=help)

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, Phase, settings
 from harness import configs, guard, options, provided, runner, versions
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
-from harness.loader import BrokenTarget, Missing, Target, load_target
+from harness.loader import Target, load_target
+from harness.target_import import BrokenTarget, Missing
 from harness.outcome import Outcome
 from harness.session_rows import NOT_LOADED, ResultsSink, conformance_summary
 
@@ -76,7 +77,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--require-consistent", action="store_true", default=False,
                     help="with several --impl targets (backends of one library): fail the session when "
                          "they measure different conventions or the differential checks "
-                         "(suites/test_consistency.py) find different outputs; without it they are reported")
+                         "(suites/consistency/) find different outputs; without it they are reported")
     group.addoption("--torch-threads", type=int, default=None, metavar="N",
                     help="torch CPU threads (default 1 for conformance runs: the suites' tensors are "
                          "tiny and thread hand-off dominates; benchmark runs keep torch's default)")
@@ -146,9 +147,9 @@ def targets(config: pytest.Config):
         iso = config.getoption("isolation", "process")
         threads = config.getoption("torch_threads") or 1
         config.stash[_TARGETS_KEY] = [
-            load_target(s, conventions, device, isolation=iso, timeout=config.getoption("impl_timeout"),
-                        import_timeout=config.getoption("import_timeout"), threads=threads,
-                        triton_interpret=config.getoption("triton_interpret", False))
+            load_target(s, cli_conventions=conventions, device=device, isolation=iso,
+                        timeout=config.getoption("impl_timeout"), import_timeout=config.getoption("import_timeout"),
+                        threads=threads, triton_interpret=config.getoption("triton_interpret", False))
             for s in target_specs(config)]
     return config.stash[_TARGETS_KEY]
 
@@ -222,14 +223,14 @@ def device(pytestconfig: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def loaded_targets(pytestconfig: pytest.Config) -> list:
     """Every target of the session that loaded, in ``--impl`` order (the differential checks
-    of ``suites/test_consistency.py`` hold them to each other)."""
+    of ``suites/consistency/`` hold them to each other)."""
     return [t for t in targets(pytestconfig) if t.load_error is None]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # only the conformance suites (a module with FAMILY, or a test marked `needs`) are
-    # parametrized over the targets; a self-test's own `target` argument is left alone
-    is_suite = hasattr(metafunc.module, "FAMILY") or metafunc.definition.get_closest_marker("needs")
+    # only the conformance suites (a module that names its properties' PROPERTY_PREFIX, or a test
+    # marked `needs`) are parametrized over the targets; a self-test's own `target` argument is left alone
+    is_suite = hasattr(metafunc.module, "PROPERTY_PREFIX") or metafunc.definition.get_closest_marker("needs")
     if "target" in metafunc.fixturenames and is_suite:
         ts = targets(metafunc.config)
         metafunc.parametrize("target", ts, ids=[t.id for t in ts])

@@ -14,7 +14,7 @@ A record holds everything the harness knows about its name (fields in ``Name``):
 Derived from them (never written anywhere else): ``NAMES``, ``Name.params`` (parsed from the
 signature, what ``signature_problem`` requires), ``guard.MUTABLE`` (``writes``), ``guard.NO_ALIAS``
 (``new_memory``), ``declarations.FEATURES`` (``features``, plus the features no one name owns:
-autocast, backward, dtypes) and ``suites/test_consistency.py``'s ``NOT_COMPARED`` (whose ``CASES``
+autocast, backward, dtypes) and ``suites/consistency/``'s ``NOT_COMPARED`` (whose ``CASES``
 must hold exactly the names with ``compared``). ``tests/test_protocol_records.py`` fails when a
 name lacks a part: its reference, a property in ``suites/<family>/``, a planted bug, its row in
 README.md / docs/*.md, or when a documented signature's parameters differ from the record's.
@@ -124,7 +124,7 @@ class Name:
     new_memory: bool = False
     #: ``HARNESS_UNSUPPORTED`` features of this name: feature -> what a target declaring it lacks
     features: dict[str, str] = field(default_factory=dict, hash=False)
-    #: the consistency section (suites/test_consistency.py): how two targets' outputs are compared
+    #: the consistency section (suites/consistency/): how two targets' outputs are compared
     #: (it then has a ``Case`` in ``CASES``), or why they are not; a constant has neither
     compared: str = ""
     not_compared: str = ""
@@ -292,7 +292,7 @@ RECORDS: tuple[Name, ...] = (
     Name("build_model", family="bert", reference="reference.dependency_models",
          signature="build_model() -> nn.Module; forward(inputs_embeds (B, L, D)) -> (B, L, H); "
                    "attribute embed_dim = D",
-         compared=TOLERANCE + " (every module loaded with the first target's weights; suites/_consistency_models.py)"),
+         compared=TOLERANCE + " (every module loaded with the first target's weights; suites/consistency/models.py)"),
     Name("MODEL_CLAIM", family="bert", reference="reference.dependency_models", kind="constant",
          signature="MODEL_CLAIM = 'bidirectional' | 'causal' | 'concat_unidirectional'"),
     Name("build_bert", family="bert", reference="reference.bert",
@@ -334,9 +334,9 @@ MUTABLE: dict[str, frozenset] = {r.name: frozenset({*(r.params.index(w) for w in
                                  for r in RECORDS if r.writes}
 #: the names whose output must be new memory (``guard.NO_ALIAS``)
 NO_ALIAS: frozenset[str] = frozenset(r.name for r in RECORDS if r.new_memory)
-#: the names the consistency section does not compare, and why (``suites/test_consistency.py``)
+#: the names the consistency section does not compare, and why (``suites/consistency/``)
 NOT_COMPARED: dict[str, str] = {r.name: r.not_compared for r in RECORDS if r.not_compared}
-#: the names it compares, and how (each has a ``Case`` in ``suites/test_consistency.CASES``)
+#: the names it compares, and how (each has a ``Case`` in ``suites/consistency/test_consistency_<family>.py``)
 COMPARED: dict[str, str] = {r.name: r.compared for r in RECORDS if r.compared}
 
 

@@ -33,12 +33,12 @@ from harness.target_ops import manual_seed
 
 class PropertyFailure(AssertionError):
     """A property does not hold for a target. The fields travel as attributes (the plug-in reads
-    them into the report; nothing parses the text back): ``property`` (``FAMILY.name``), ``kind``
+    them into the report; nothing parses the text back): ``property`` (``prefix.name``), ``kind``
     (``property violated`` / ``implementation error`` / ``convention mismatch``), ``target`` (its
     spec), ``detail`` (the check's message), ``message`` (its first line), ``config`` (the
     configuration's text) and ``repro`` (the one-line command). ``str()`` is the printed message::
 
-        [FAMILY.name] <kind> for target '<spec>'
+        [prefix.name] <kind> for target '<spec>'
           <detail>
           config: <config>
           repro:  <repro>
@@ -226,10 +226,10 @@ def call_under_autocast(target: Target, name: str, dtype: str, *args: Any, **kwa
 
 
 def qualified_property(module_name: str, name: str) -> str:
-    """``FAMILY.name``: the suite module's FAMILY (default: its last dotted part) and the
-    property's own name; the conformance table's row."""
-    family = getattr(sys.modules.get(module_name), "FAMILY", module_name.rsplit(".", 1)[-1])
-    return f"{family}.{name}"
+    """``prefix.name``: the suite module's ``PROPERTY_PREFIX`` (default: its last dotted part) and
+    the property's own name; the conformance table's row."""
+    prefix = getattr(sys.modules.get(module_name), "PROPERTY_PREFIX", module_name.rsplit(".", 1)[-1])
+    return f"{prefix}.{name}"
 
 
 def property_name(check: Callable) -> str:

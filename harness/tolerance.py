@@ -16,7 +16,7 @@ cancel luckily (to exactly 0). ``terms`` (optional, float64, broadcastable to th
 the standard running-error magnitude of each element: the same math evaluated on absolute
 values (a sum contributes sum |terms|, a product |a| |b|, a difference |a| + |b|), e.g. for the
 attention backward dS_abs = P (|dO| |V|^T + rowsum(P |dO| |V|^T)), dK_abs = scale dS_abs^T |Q|
-(``suites._magnitudes``). Every correctly rounded operation is off by at most u = eps/2 of
+(``suites.magnitudes``). Every correctly rounded operation is off by at most u = eps/2 of
 its result, so an implementation that chains a few rounding stages over the same terms is off
 by a few u x terms wherever it cancels; elsewhere terms ~ |result| and this adds ~C u |result|,
 well below the floor. The check is elementwise: a wrong value next to small terms gets no room.
@@ -154,7 +154,7 @@ def allowance(ref64: torch.Tensor, naive: torch.Tensor | None = None,
     return _budget(ref, naive, dtype, k)[0] + top
 
 
-def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None,
+def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None, *,
             dtype: torch.dtype | None = None, k: float = K, terms: torch.Tensor | None = None,
             terms_dtype: torch.dtype | None = None) -> Comparison:
     """Compare ``actual`` with a float64 reference under the policy.
@@ -206,11 +206,11 @@ def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | Non
                       terms_allowed=float(extra.flatten()[flat]))
 
 
-def assert_close(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None,
+def assert_close(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None, *,
                  dtype: torch.dtype | None = None, what: str = "output", k: float = K,
                  terms: torch.Tensor | None = None, terms_dtype: torch.dtype | None = None) -> Comparison:
     """``compare`` and raise ``AssertionError`` with the policy's numbers on failure."""
-    cmp = compare(actual, ref64, naive, dtype, k, terms, terms_dtype)
+    cmp = compare(actual, ref64, naive, dtype=dtype, k=k, terms=terms, terms_dtype=terms_dtype)
     if not cmp.ok:
         raise AssertionError(f"{what} differs from the float64 reference: {cmp.describe()}")
     return cmp

@@ -1,6 +1,6 @@
 """The gate's verdict per (point, metric): thresholds from each point's own spread, and the points
 it cannot decide. The rule and its constants are ``harness.gate_rule`` (shared with the bench);
-``reports.compare`` pairs the points and applies this.
+``reports.gate`` pairs the points and applies this.
 
 - Directional metrics (``DIRECTION``): ``ratio = current / baseline``, allowed ``tol`` from
   ``tolerance`` (time-derived: ``harness.gate_rule.detectable`` of the noisier spread; others
@@ -11,14 +11,14 @@ it cannot decide. The rule and its constants are ``harness.gate_rule`` (shared w
 - CPU peak memory under the probe's resolution (either run), and a baseline of 0 bytes for a
   memory metric, are "undecided (below resolution)": 0 -> 663,552 B is not a regression (issue 27).
 - Exact-match pairs (``EXACT``) and a metric with no value now: as the module doc of
-  ``reports.compare`` says.
+  ``reports.gate`` says.
 """
 from __future__ import annotations
 
 import math
 
-from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, TIME_FLOOR,  # noqa: F401
-                               UNDECIDED_RESOLUTION, decides, detectable, device_kind, undecided_spread)
+from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION, decides, detectable,
+                               device_kind, undecided_spread)
 from harness.stats import mann_whitney_greater
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",

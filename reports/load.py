@@ -28,8 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.runfolder import (BAD_STATUSES, DEFAULT_PASS, ENV, PASS_SUITES, RESULTS, STATUSES,  # noqa: F401
-                               iter_jsonl, make_key, pass_of, row_problem)
+from harness.runfolder import DEFAULT_PASS, ENV, PASS_SUITES, RESULTS, iter_jsonl, make_key, pass_of, row_problem
 from harness.runfolder import RunFolderError as InputError
 
 #: metrics that hold a point's repeats (lists): not table columns, ``point_samples(runs)``

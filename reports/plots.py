@@ -36,7 +36,8 @@ from harness.runfolder import DEFAULT_PASS, PASS_WORDS, PASSES, grad_case  # noq
 from harness.stats import fit_loglog  # noqa: E402
 from reports.decide import CI_NAMES  # noqa: E402
 from reports.glance import case_name  # noqa: E402
-from reports.load import BAD_STATUSES, param_columns, points  # noqa: E402
+from harness.runfolder import BAD_STATUSES  # noqa: E402
+from reports.load import param_columns, points  # noqa: E402
 from reports.tables import safe_name  # noqa: E402
 
 
@@ -104,7 +105,7 @@ def _save(fig, out: Path, name: str) -> Path:
     return path
 
 
-def _fit_for(runs_by_id, run_id, suite, case, metric, n, y, single, pass_=DEFAULT_PASS) -> dict | None:
+def _fit_for(runs_by_id, run_id, suite, case, metric, n, y, single, *, pass_=DEFAULT_PASS) -> dict | None:
     """The stored fit of ``case``'s ``pass_`` (fits.json), else ``fit_loglog`` over the same points."""
     fits = getattr(runs_by_id.get(run_id), "fits", None) or {}
     key = fit_key(suite, case, pass_)
@@ -169,7 +170,7 @@ def _scaling_figure(sub: pd.DataFrame, suite: str, pass_: str, runs_by_id: dict,
             if len(ok):
                 single = len(groups) == n_cases
                 f = _fit_for(runs_by_id, row["run_id"], suite, row["case"], metric,
-                             ok["n"].astype(float), ok[metric], single, pass_)
+                             ok["n"].astype(float), ok[metric], single, pass_=pass_)
                 ax.plot(ok["n"].astype(float), ok[metric], "o-", color=color, ms=4,
                         label=f"{name} ({fit_label(f)})" if f else name)
             bad = g[g["status"].isin(BAD_STATUSES)]

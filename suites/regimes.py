@@ -39,7 +39,7 @@ WIDE_HEAD_DIMS = (8, 40, 59, 64, 80, 96, 111, 128, 160, 192, 224, 256)
 GQA_HEADS = ((4, 4), (8, 4), (8, 2), (16, 2), (32, 4), (6, 1), (32, 1))
 
 
-def _attn(L, S, E, Ev=None, hq=1, hkv=1, dtype="float32", seed=11, batch=(1,)) -> AttnConfig:
+def _attn(L, S, E, *, Ev=None, hq=1, hkv=1, dtype="float32", seed=11, batch=(1,)) -> AttnConfig:
     return AttnConfig(batch=batch, hq=hq, hkv=hkv, L=L, S=S, E=E, Ev=E if Ev is None else Ev,
                       dtype=dtype, seed=seed)
 
@@ -109,7 +109,7 @@ MASKS = (
 )
 
 
-def _window(L, S, window, E=16, dtype="float32", seed=40, h=1) -> WindowConfig:
+def _window(L, S, window, *, E=16, dtype="float32", seed=40, h=1) -> WindowConfig:
     return WindowConfig(batch=(1,), hq=h, hkv=h, L=L, S=S, E=E, Ev=E, dtype=dtype, seed=seed, window=window)
 
 
@@ -132,7 +132,7 @@ GRAD_WINDOW = (
 )
 
 
-def _varlen(q_lens, k_lens=None, E=32, Ev=None, hq=1, hkv=1, dtype="float32", seed=110, **kw) -> VarlenConfig:
+def _varlen(q_lens, k_lens=None, *, E=32, Ev=None, hq=1, hkv=1, dtype="float32", seed=110, **kw) -> VarlenConfig:
     return VarlenConfig(q_lens=tuple(q_lens), k_lens=tuple(q_lens if k_lens is None else k_lens), hq=hq, hkv=hkv,
                         E=E, Ev=E if Ev is None else Ev, dtype=dtype, seed=seed, **kw)
 
@@ -187,7 +187,7 @@ VARLEN_GRAD = (
 )
 
 
-def _rope(L, D, dtype="float32", offset=0, spread=0, seed=60, heads=2) -> RopeConfig:
+def _rope(L, D, *, dtype="float32", offset=0, spread=0, seed=60, heads=2) -> RopeConfig:
     return RopeConfig(batch=1, heads=heads, L=L, D=D, dtype=dtype, base=10000.0, offset=offset, spread=spread,
                       per_batch=False, shift=4096, seed=seed)
 

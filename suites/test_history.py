@@ -1,7 +1,7 @@
 """History independence of every protocol function: the same call gives the same answer after any
 other calls of the same name (long then short, an offset then none, other dtypes, batch sizes and
 scales). One property per function, ``history.<name>``; how a history is drawn and judged:
-``suites/_history.py``.
+``suites/histories.py``.
 
 Each property draws a first call, 1-3 other calls (sharing the first call's identity fields --
 the table below's ``keep`` -- with probability 1/2 each) and the first call again, and judges
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from harness.configs import HistoryConfig
-from harness.runner import impl, run
-from suites._history import MAX_OTHERS, examples, histories, replay, replay_same
+from suites.kit import impl, run
+from suites.histories import MAX_OTHERS, examples, histories, replay, replay_same
 from suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen
 from suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
 from suites.bert import test_distillation as distillation, test_models as models
@@ -38,7 +38,7 @@ from suites.positions import (test_alibi as alibi, test_rope as rope, test_sinus
 from suites.positions.configs import (RopeConfig, alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
                                       t5_bucket_configs)
 
-FAMILY = "history"
+PROPERTY_PREFIX = "history"
 
 
 @st.composite
@@ -72,7 +72,7 @@ ROPE_HISTORIES = (
 
 def sinusoidal_table(target, cfg):
     """The whole (num_positions, dim) table equals the float64 formula in the measured layout."""
-    layout = sinusoidal._layout(target, cfg)
+    layout = sinusoidal.table_layout(target, cfg)
     N, d = cfg.num_positions, cfg.dim
     pe = sinusoidal.call_pe(target, N, d)
     tolerance.assert_close(pe, sinusoidal.truth(N, d, layout), sinusoidal.naive(N, d, layout, pe.dtype),

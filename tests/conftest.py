@@ -53,7 +53,7 @@ def write(tmp_path):
     import sys
     import textwrap
 
-    from harness.loader import _module_name_for_file
+    from harness.target_import import _module_name_for_file
 
     written = []
 

@@ -33,9 +33,9 @@ def suite_tests(suite) -> list[str]:
 
 
 def property_of(suite, test: str) -> str:
-    """``FAMILY.name`` of a suite's ``test_name``: the row of the conformance table."""
-    family = re.search(r'^FAMILY = "([^"]+)"', suite_source(suite), re.M).group(1)
-    return f"{family}.{test.removeprefix('test_')}"
+    """``prefix.name`` of a suite's ``test_name`` (its ``PROPERTY_PREFIX``): the conformance table's row."""
+    prefix = re.search(r'^PROPERTY_PREFIX = "([^"]+)"', suite_source(suite), re.M).group(1)
+    return f"{prefix}.{test.removeprefix('test_')}"
 
 
 def run_suite(pytester, suite_files, impls, k=None, *extra, plugins=()):

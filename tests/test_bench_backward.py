@@ -216,33 +216,33 @@ def _bwd_rows(name, slow=1.0):
 
 
 def test_a_backward_point_the_baseline_lacks_is_new_not_a_regression(tmp_path):
-    from reports import compare
+    from reports import gate
     from reports.load import load_runs, requested, tidy
     base = load_runs([make_run(tmp_path, "base")])       # an old baseline: forward rows only
     runs = load_runs([make_run(tmp_path, "cur", extra_rows=_bwd_rows("cur"))])
-    gate = compare.gate(tidy(runs), tidy(base), requested=requested(runs))
-    new = gate.table[gate.table["key"].str.contains('"pass":"bwd"')]
+    result = gate.gate(tidy(runs), tidy(base), requested=requested(runs))
+    new = result.table[result.table["key"].str.contains('"pass":"bwd"')]
     assert len(new) == len(NS) and set(new["verdict"]) == {"new"}
-    assert gate.code == 0 and gate.matched > 0
+    assert result.code == 0 and result.matched > 0
 
 
 def test_backward_baseline_points_of_a_forward_only_run_are_not_requested(tmp_path):
     """A baseline with backward rows against a run that timed the forward only (``--passes fwd``,
     or a run folder written before passes existed): not requested, not missing."""
-    from reports import compare
+    from reports import gate
     from reports.load import load_runs, requested, tidy
     base = load_runs([make_run(tmp_path, "base", extra_rows=_bwd_rows("base"),
                                env_extra={"suites": ["scaling"], "passes": list(PASSES)})])
     for name, env in (("fwd_only", {"suites": ["scaling"], "passes": ["fwd"]}),
                       ("before_passes", {"suites": ["scaling"]})):
         runs = load_runs([make_run(tmp_path, name, env_extra=env)])
-        gate = compare.gate(tidy(runs), tidy(base), requested=requested(runs))
-        bwd = gate.table[gate.table["key"].str.contains('"pass":"bwd"')]
+        result = gate.gate(tidy(runs), tidy(base), requested=requested(runs))
+        bwd = result.table[result.table["key"].str.contains('"pass":"bwd"')]
         assert set(bwd["verdict"]) == {"not requested"}, name
-        assert gate.code == 0, gate.regressions()
+        assert result.code == 0, result.regressions()
     runs = load_runs([make_run(tmp_path, "all_passes", env_extra={"suites": ["scaling"], "passes": list(PASSES)})])
-    gate = compare.gate(tidy(runs), tidy(base), requested=requested(runs))
-    assert gate.code == 1  # asked for the backward and did not measure it: missing, gated
+    result = gate.gate(tidy(runs), tidy(base), requested=requested(runs))
+    assert result.code == 1  # asked for the backward and did not measure it: missing, gated
 
 
 def test_backward_plots_are_per_pass_titled_in_words_with_legends_outside(tmp_path, monkeypatch):

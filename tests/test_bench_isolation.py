@@ -85,7 +85,7 @@ def test_a_target_patching_torch_changes_no_comparison_kernel(tmp_path):
 def test_point_call_is_timed_where_the_target_lives(tmp_path):
     """The worker's ``PointCall`` validates (output, peak memory), calibrates and times blocks in
     the worker; the same class runs the comparison kernels here, with the same results' shape."""
-    target = load_target("reference", {}, "cpu", isolation="process", timeout=120)
+    target = load_target("reference", cli_conventions={}, device="cpu", isolation="process", timeout=120)
     try:
         remote = on_target(target, point_call, target.lookup("scaled_dot_product_attention"), _inputs, P,
                            "cpu", (), {"is_causal": True})

@@ -28,12 +28,14 @@ import pytest
 from planted_support import ROOT, release_target, run_suite
 
 PAIR = ROOT / "tests" / "planted" / "consistency"
+#: the differential checks: one module per family of names (suites/consistency/test_consistency_<family>.py)
+CONSISTENCY = ROOT / "suites" / "consistency"
 EAGER, FUSED = PAIR / "eager.py", PAIR / "fused.py"
 
 
 def _pair(pytester, tmp_path, *extra):
     report = tmp_path / "report"
-    result = run_suite(pytester, ["test_attention_masks.py", "test_rope.py", "test_consistency.py"],
+    result = run_suite(pytester, ["test_attention_masks.py", "test_rope.py", CONSISTENCY],
                        [EAGER, FUSED], "test_causal or test_frequencies or test_agreement or test_outputs_agree",
                        "--conformance-report", str(report), *extra)
     return result, report
@@ -71,7 +73,7 @@ def test_hf_mistral_window_paths_disagree(pytester, tmp_path):
     eager, fa2 = "harness.adapters.hf_mistral_eager_window", "harness.adapters.hf_mistral_fa2_window"
     for module in (eager, fa2):
         release_target(module, "tf-4.38.2", "transformers", "4.38.2")
-    args = (["test_sliding_window.py", "test_consistency.py"], [eager, fa2],
+    args = (["test_sliding_window.py", "test_consistency_attention.py"], [eager, fa2],
             "test_window_extent or sliding_window_attention")
     result = run_suite(pytester, *args)
     out = result.stdout.str()
@@ -83,7 +85,7 @@ def test_hf_mistral_window_paths_disagree(pytester, tmp_path):
 
 
 def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
-    result = run_suite(pytester, ["test_attention_masks.py", "test_consistency.py"],
+    result = run_suite(pytester, ["test_attention_masks.py", "test_consistency_attention.py"],
                        ["reference", "torch.nn.functional"],
                        "test_causal or scaled_dot_product_attention", "--require-consistent")
     assert result.ret == 0, result.stdout.str()[-3000:]
@@ -104,24 +106,25 @@ def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
     names with no differential check say why."""
     report = tmp_path / "report"
     sibling = str(PAIR / "sibling_defaults.py")
-    result = run_suite(pytester, ["test_consistency.py"], ["reference", sibling], None,
+    result = run_suite(pytester, [CONSISTENCY], ["reference", sibling], None,
                        "--conformance-report", str(report))
     assert result.ret == 0, result.stdout.str()[-3000:]
     rows = {r["item"]: r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]
             if r["part"] == "differential"}
     for name in SIBLING_NAMES:
         assert rows[name]["result"] == "disagree", (name, rows.get(name))
-    control = run_suite(pytester, ["test_consistency.py"], ["reference", "torch.nn"], "LayerNorm or RMSNorm",
+    control = run_suite(pytester, ["test_consistency_norms.py"], ["reference", "torch.nn"], "LayerNorm or RMSNorm",
                         "--require-consistent")
     assert control.ret == 0, control.stdout.str()[-3000:]
     assert "differential checks: agree 2" in control.stdout.str()
     eager = tmp_path / "bert_eager.py"  # the reference encoder on transformers' eager attention (it runs sdpa)
     eager.write_text("from reference.dependency_models import build_bert_like\nMODEL_CLAIM = 'bidirectional'\n"
                      "def build_model():\n    return build_bert_like(attn_implementation='eager')\n")
-    backends = run_suite(pytester, ["test_consistency.py"], ["reference", str(eager)], "build_model",
+    backends = run_suite(pytester, ["test_consistency_bert.py"], ["reference", str(eager)], "build_model",
                          "--require-consistent")
     assert backends.ret == 0 and "differential checks: agree 1" in backends.stdout.str(), backends.stdout.str()[-3000:]
-    why = run_suite(pytester, ["test_consistency.py"], ["reference", "reference"], "RotaryEmbedding", "-rs")
+    why = run_suite(pytester, ["test_consistency_positions.py"], ["reference", "reference"], "RotaryEmbedding",
+                    "-rs")
     assert "not compared: the stateful form" in why.stdout.str(), why.stdout.str()[-2000:]
 
 
@@ -131,7 +134,7 @@ def test_paged_call_is_held_to_the_linear_one(pytester, tmp_path):
     target's linear one."""
     report = tmp_path / "report"
     sibling = str(PAIR / "paged_sibling.py")
-    result = run_suite(pytester, ["test_consistency.py"], ["reference", sibling], "attention_with_kvcache",
+    result = run_suite(pytester, ["test_consistency_kvcache.py"], ["reference", sibling], "attention_with_kvcache",
                        "--conformance-report", str(report))
     assert result.ret == 0, result.stdout.str()[-3000:]
     rows = {r["item"]: r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]
@@ -139,13 +142,13 @@ def test_paged_call_is_held_to_the_linear_one(pytester, tmp_path):
     assert rows["attention_with_kvcache"]["result"] == "disagree", rows.get("attention_with_kvcache")
     assert "paged (block_table), against the linear call" in rows["attention_with_kvcache"]["detail"], rows
     base = str(ROOT / "tests" / "planted" / "kvcache" / "_base.py")
-    control = run_suite(pytester, ["test_consistency.py"], ["reference", base], "attention_with_kvcache",
+    control = run_suite(pytester, ["test_consistency_kvcache.py"], ["reference", base], "attention_with_kvcache",
                         "--require-consistent")
     assert control.ret == 0 and "differential checks: agree 1" in control.stdout.str(), control.stdout.str()[-3000:]
 
 
 def test_one_target_has_no_section(pytester):
-    result = run_suite(pytester, ["test_consistency.py"], ["reference"], "scaled_dot_product_attention",
+    result = run_suite(pytester, ["test_consistency_attention.py"], ["reference"], "scaled_dot_product_attention",
                        "-rs")
     result.assert_outcomes(skipped=1)
     out = result.stdout.str()

@@ -9,7 +9,8 @@ import pytest
 from harness.conventions import (DECLARATION_ATTR, KNOWN, ConventionMismatch, check_convention,
                                  declared_conventions, parse_cli)
 from harness.in_process import InProcessBackend
-from harness.loader import Target, describe_module
+from harness.loader import Target
+from harness.target_import import describe_module
 
 
 def test_default_measured_gives_its_label():

@@ -55,7 +55,7 @@ def test_verdict_needs_a_significant_and_material_drop():
 
 
 def test_summary_metrics_carry_the_ci_names_the_report_reads():
-    from reports.compare import CI_NAMES
+    from reports.decide import CI_NAMES
     from reports.load import flatten_metrics
     runs = [{"accuracy": a, "train_time_s": t, "eval_time_s": 1.0, "steps": 10, "train_loss_last": 0.5,
              "test_loss": 0.5, "peak_mem_bytes": 100, "peak_mem_method": "rss_hwm_delta",
@@ -136,7 +136,7 @@ def test_smoke_profile_end_to_end(tmp_path):
     from harness.bench.finetune_run import run
     from reports.load import load_runs, tidy
     out = tmp_path / "run"
-    rows, checks = run(out, "reference", "smoke", ["majority_class", "reference", "swap.sdpa"])
+    rows, checks = run(out, impl="reference", profile="smoke", cases=["majority_class", "reference", "swap.sdpa"])
     assert (out / "env.json").is_file()
     by_case = {r["case"]: r for r in rows}
     assert list(by_case) == ["majority_class", "reference", "swap.sdpa"], [r["reason"] for r in rows]
@@ -183,16 +183,16 @@ def test_finished_seeds_survive_a_cut_short_run_and_resume_trains_only_the_rest(
 
     monkeypatch.setattr(ft, "train_seed", fake)
     out = tmp_path / "run"
-    rows, _ = run(out, "reference", "tiny", ["reference"], seeds=[0, 1])
+    rows, _ = run(out, impl="reference", profile="tiny", cases=["reference"], seeds=[0, 1])
     assert [r["status"] for r in rows] == ["error"] and trained == [0]
     kept = [json.loads(line) for line in (out / ft.SEEDS_FILE).read_text().splitlines()]
     assert len(kept) == 1 and kept[0]["key"].endswith("|cpu|seed=0") and kept[0]["run"]["accuracy"] == 0.7
-    rows, _ = run(out, "reference", "tiny", ["reference"], seeds=[0, 1], resume=True)
+    rows, _ = run(out, impl="reference", profile="tiny", cases=["reference"], seeds=[0, 1], resume=True)
     assert trained == [0, 1]  # seed 0 not trained again
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == 1 and ok[0]["metrics"]["accuracy_seeds"] == [0.7, 0.71]
     # --overwrite (without, the folder's results are refused): the log starts empty, every seed again
-    run(out, "reference", "tiny", ["reference"], seeds=[0, 1], overwrite=True)
+    run(out, impl="reference", profile="tiny", cases=["reference"], seeds=[0, 1], overwrite=True)
     assert trained == [0, 1, 0, 1]
 
 
@@ -205,9 +205,9 @@ def test_gpu_profile_skips_on_cpu_unless_any_device(tmp_path, monkeypatch):
         "accuracy": 0.9, "train_time_s": 1.0, "eval_time_s": 0.1, "steps": 1, "train_loss_last": 0.5,
         "test_loss": 0.6, "attn_implementation": "sdpa", "layernorms_swapped": 0, "peak_mem_bytes": None,
         "peak_mem_method": "unavailable"})
-    rows, checks = run(tmp_path / "a", "reference", "gpu", ["reference"], seeds=[0])
+    rows, checks = run(tmp_path / "a", impl="reference", profile="gpu", cases=["reference"], seeds=[0])
     assert rows[0]["status"] == "skipped" and "needs CUDA" in rows[0]["reason"]
     assert checks[0].passed is None
-    rows, checks = run(tmp_path / "b", "reference", "gpu", ["reference"], seeds=[0], any_device=True)
+    rows, checks = run(tmp_path / "b", impl="reference", profile="gpu", cases=["reference"], seeds=[0], any_device=True)
     assert rows[0]["status"] == "ok" and rows[0]["params"]["lr"] == ft.PROFILES["gpu"].hyper.lr
     assert checks[0].passed is True and "0.85" in checks[0].name

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli
-from reports import compare
+from reports import decide, gate
 from reports.load import load_runs, tidy
 from tests.run_folders import NS, _row, make_run, read, write, write_pytest_benchmark
 
@@ -188,7 +188,7 @@ def test_comparison_kernels_and_drift_are_reported_not_gated_for_a_user(tmp_path
     banded = edit(make_run(tmp_path, "banded", impl="my_attn.py"), lambda r: _times(r, 3.0, "banded_window", NS[-1]))
     assert report(banded, own) == 0
     table = comparison(banded)
-    ungated = table[table["verdict"] == compare.UNGATED]
+    ungated = table[table["verdict"] == gate.UNGATED]
     assert set(ungated["case"]) == {"banded_window"} and not ungated["gated"].any()
     assert "outside the gate" in capsys.readouterr().out
     assert report(banded, own, "--cases", "all") == 1
@@ -198,7 +198,7 @@ def test_comparison_kernels_and_drift_are_reported_not_gated_for_a_user(tmp_path
     drift = drift[drift["metric"] == "time_s:suite_median"]
     # (the suites that time only the target, kv_cache and finetune, take the scaling suite's
     # comparison kernels as the machine's drift)
-    assert (drift["verdict"] == compare.UNGATED).all() and "scaling" in set(drift["suite"])
+    assert (drift["verdict"] == gate.UNGATED).all() and "scaling" in set(drift["suite"])
     assert report(busy, own, "--cases", "all") == 1
 
 
@@ -240,22 +240,22 @@ def test_cpu_memory_allowance_follows_the_measured_spread(tmp_path):
     assert report(run, quiet_base) == 1
     assert set(regs(run)["metric"]) == {"peak_mem_bytes"}
     bm = {"peak_mem_bytes": 62 * 2 ** 20, "peak_mem_min_bytes": 58 * 2 ** 20, "peak_mem_max_bytes": 90 * 2 ** 20}
-    assert compare.tolerance("peak_mem_bytes", bm, "cpu") == pytest.approx(2 * 32 / 62)
+    assert decide.tolerance("peak_mem_bytes", bm, "cpu") == pytest.approx(2 * 32 / 62)
     # the run's own spread counts too: a quiet baseline, a noisy run
     cm = {"peak_mem_bytes": 70.0, "peak_mem_min_bytes": 60.0, "peak_mem_max_bytes": 88.0}
     quiet = {"peak_mem_bytes": 1e9}
-    assert compare.tolerance("peak_mem_bytes", quiet, "cpu", cm) == pytest.approx(2 * 28 / 70)
-    assert compare.tolerance("peak_mem_bytes", quiet, "cpu") == compare.FLOOR["peak_mem_bytes"]
+    assert decide.tolerance("peak_mem_bytes", quiet, "cpu", cm) == pytest.approx(2 * 28 / 70)
+    assert decide.tolerance("peak_mem_bytes", quiet, "cpu") == decide.FLOOR["peak_mem_bytes"]
 
 
 def test_gate_exit_codes_directly(tmp_path):
     base = tidy(load_runs([make_run(tmp_path, "b")]))
-    same = compare.gate(tidy(load_runs([make_run(tmp_path, "s")])), base)
+    same = gate.gate(tidy(load_runs([make_run(tmp_path, "s")])), base)
     assert same.code == 0 and same.matched > 0 and same.problem() is None
-    mine = compare.gate(tidy(load_runs([make_run(tmp_path, "m", impl="x.py")])), base, scope="target")
+    mine = gate.gate(tidy(load_runs([make_run(tmp_path, "m", impl="x.py")])), base, scope="target")
     assert mine.code == 2 and mine.matched == 0 and "x.py" in mine.problem()
     with pytest.raises(ValueError):
-        compare.gate(base, base, scope="everything")
+        gate.gate(base, base, scope="everything")
 
 
 def test_a_run_being_written_is_reported_with_a_warning(tmp_path, base, capsys):
@@ -294,7 +294,7 @@ def test_each_pass_has_its_own_drift(tmp_path):
     assert report(slow, base) == 0
     drift = comparison(slow)
     drift = drift[drift["metric"] == "time_s:suite_median"].set_index("key")
-    assert drift.loc["scaling|*:bwd", "verdict"] == compare.UNGATED
+    assert drift.loc["scaling|*:bwd", "verdict"] == gate.UNGATED
     assert drift.loc["scaling|*", "verdict"] == "ok"
     one = edit(_with_backward(make_run(tmp_path, "one")),  # one target backward point 1.6x: a regression
                lambda r: _times(r, 1.6, "target.sdpa", 1024) if r["params"].get("pass") == "bwd" else r)

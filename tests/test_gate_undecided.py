@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.gate_rule import GATE_SLOWDOWN, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION
-from reports import compare
+from reports import gate
 from reports.load import load_runs, point_samples, tidy
 from tests.run_folders import _row, write
 
@@ -107,7 +107,7 @@ def test_a_zero_byte_baseline_of_any_memory_metric_is_undecided():
     """0 B is not a measurement of a computation that allocates: not compared, on any device."""
     base = {"metrics": {"cache_bytes": 0.0, "peak_mem_bytes": 0.0}, "device": "cuda"}
     cur = {"metrics": {"cache_bytes": 4096.0, "peak_mem_bytes": 8.0 * 2 ** 20}, "device": "cuda"}
-    rows = {r["metric"]: r for r in compare.metric_rows(base, cur)}
+    rows = {r["metric"]: r for r in gate.metric_rows(base, cur)}
     assert rows["cache_bytes"]["verdict"] == rows["peak_mem_bytes"]["verdict"] == UNDECIDED_RESOLUTION
 
 
@@ -115,12 +115,12 @@ def test_the_stored_baseline_still_loads_and_passes_against_itself():
     """cpu-reference (rows without a resolution) against itself: exit 0; its CPU peaks under the
     legacy 1 MiB are undecided, every other value compared."""
     df = tidy(load_runs([CPU_REFERENCE]))
-    result = compare.gate(df, df, scope="all")
+    result = gate.gate(df, df, scope="all")
     assert result.code == 0 and result.matched > 0
     mem = result.table[result.table["metric"] == "peak_mem_bytes"]
     under = mem[mem["baseline"] < LEGACY_RESOLUTION_BYTES]
     assert (under["verdict"] == UNDECIDED_RESOLUTION).all() and (mem.drop(under.index)["verdict"] == "ok").all()
-    assert compare.gate(df, df, scope="all", strict=True).code == (1 if len(under) else 0)
+    assert gate.gate(df, df, scope="all", strict=True).code == (1 if len(under) else 0)
 
 
 # ---- issue 25: the spread rule, from recorded rows ------------------------------------------
@@ -143,7 +143,7 @@ def _points(name: str, factor: dict | None = None, iqr: float = 0.05, samples: b
 
 def _gate(tmp_path, base_rows, run_rows, **kw):
     base, run = load_runs([_folder(tmp_path, "BASE", base_rows)]), load_runs([_folder(tmp_path, "RUN", run_rows)])
-    return compare.gate(tidy(run), tidy(base), current_samples=point_samples(run),
+    return gate.gate(tidy(run), tidy(base), current_samples=point_samples(run),
                         baseline_samples=point_samples(base), **kw)
 
 
@@ -162,8 +162,8 @@ def test_a_noisy_baseline_makes_points_undecided_not_ok_nor_red(tmp_path):
     only with --strict."""
     result = _gate(tmp_path, _points("BASE", iqr=0.40), _points("RUN"))
     assert set(_verdicts(result).values()) == {"undecided (spread 40 %)"}
-    assert result.code == 0 and compare.counts(result.table)["undecided (spread)"] == 6
-    assert compare.gate(result.table.iloc[0:0], result.table.iloc[0:0]).code == 2  # nothing: exit 2
+    assert result.code == 0 and gate.counts(result.table)["undecided (spread)"] == 6
+    assert gate.gate(result.table.iloc[0:0], result.table.iloc[0:0]).code == 2  # nothing: exit 2
     strict = _gate(tmp_path / "s", _points("BASE", iqr=0.40), _points("RUN"), strict=True)
     assert strict.code == 1 and len(strict.undecided()) == 6
 
@@ -244,7 +244,7 @@ def test_a_suite_that_moves_more_between_runs_has_its_own_floor():
     def pair(suite):
         base = {"suite": suite, "device": "cpu", "metrics": {"time_s": 1.0, "time_iqr_s": 0.02}}
         cur = {"suite": suite, "device": "cpu", "metrics": {"time_s": 1.35, "time_iqr_s": 0.02}}
-        return {r["metric"]: r["verdict"] for r in compare.metric_rows(base, cur)}
+        return {r["metric"]: r["verdict"] for r in gate.metric_rows(base, cur)}
     assert pair("kv_cache")["time_s"] == "ok" and pair("scaling")["time_s"] == "regression"
     from harness.bench.store import make_row
     row = make_row("r", "kv_cache", "gqa", "reference", "cpu", {"kv_heads": 4},

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from harness import protocol
-from harness.loader import (BrokenTarget, Missing, Target, _module_name_for_file, describe,
-                            load_target)
+from harness.loader import Target, load_target
+from harness.target_import import BrokenTarget, Missing, _module_name_for_file, describe
 from harness.protocol import signature_problem
 
 SDPA = "scaled_dot_product_attention"
@@ -126,7 +126,7 @@ def test_keyboard_interrupt_at_import_is_captured(write):
 
 
 def test_cli_conventions_are_kept(write):
-    target = load_target(write("conv.py", GOOD), {"causal_alignment": "top_left"})
+    target = load_target(write("conv.py", GOOD), cli_conventions={"causal_alignment": "top_left"})
     assert target.cli_conventions == {"causal_alignment": "top_left"}
     assert target.conventions["causal_alignment"] == "top_left"
 

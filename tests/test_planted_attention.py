@@ -128,7 +128,7 @@ def suite_of(test: str) -> Path:
 
 
 def property_of(test: str) -> str:
-    family = re.search(r'^FAMILY = "([^"]+)"', suite_of(test).read_text(), re.M).group(1)
+    family = re.search(r'^PROPERTY_PREFIX = "([^"]+)"', suite_of(test).read_text(), re.M).group(1)
     return f"{family}.{test.removeprefix('test_')}"
 
 

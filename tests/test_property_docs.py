@@ -34,7 +34,7 @@ def test_the_generator_finds_a_new_suite_on_its_own(tmp_path, monkeypatch):
     fam.mkdir(parents=True)
     (tmp_path / "suites" / "__init__.py").write_text("")
     (fam / "__init__.py").write_text('"""New family: what it covers."""\n')
-    (fam / "test_new.py").write_text('"""A new suite.\n\nMore."""\nFAMILY = "newfam"\n\n\n'
+    (fam / "test_new.py").write_text('"""A new suite.\n\nMore."""\nPROPERTY_PREFIX = "newfam"\n\n\n'
                                      'def check_thing(target, cfg):\n    """It does | the thing, ``exactly``."""\n')
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in list(importlib.sys.modules) if m == "suites" or m.startswith("suites.")]:

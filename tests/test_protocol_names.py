@@ -16,7 +16,8 @@ import pytest
 
 from harness import protocol
 from harness.adapters.releases import release_dir
-from harness.loader import Missing, load_target
+from harness.loader import load_target
+from harness.target_import import Missing
 from tests.planted_support import release_target, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,8 @@ consistency section compares it. This test fails when a name lacks any other par
   and named (in backticks) in README.md or docs/*.md;
 - its row: the record's signature, character for character, in README.md or a docs/*.md page
   (both are read, so the protocol reference may live in either);
-- the consistency section: ``suites/test_consistency.CASES`` holds exactly the compared names.
+- the consistency section: the ``CASES`` of ``suites/consistency/test_consistency_<family>.py`` hold
+  exactly the compared names, each in its family's module.
 It also fails when any backticked call of a protocol name in those pages (``alibi_bias(num_heads,
 query_len, key_len)``) names a parameter the record does not have, or names them out of the record's
 order (a call may leave some off: ``build_bert(add_pooling_layer=False)``). The checks are functions, so their own self-tests below feed them a made-up record and a
@@ -172,9 +173,16 @@ def test_reference_exports_exactly_the_records():
 
 
 def test_consistency_cases_are_the_compared_records():
-    from suites import test_consistency
-    assert set(test_consistency.CASES) == set(protocol.COMPARED)
-    assert test_consistency.NOT_COMPARED == protocol.NOT_COMPARED
+    import importlib
+    cases, not_compared = {}, {}
+    for path in sorted((ROOT / "suites" / "consistency").glob("test_consistency_*.py")):
+        module = importlib.import_module(f"suites.consistency.{path.stem}")
+        assert path.stem == f"test_consistency_{module.NAMES_OF}", path
+        assert all(protocol.NAMES[n].family == module.NAMES_OF for n in [*module.CASES, *module.NOT_COMPARED]), path
+        cases.update(module.CASES)
+        not_compared.update(module.NOT_COMPARED)
+    assert set(cases) == set(protocol.COMPARED)
+    assert not_compared == protocol.NOT_COMPARED
 
 
 def test_the_tables_are_derived_from_the_records():

@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness import gate_rule
 from harness.cli import main as cli
-from reports import compare, tables
+from reports import decide, gate, tables
 from reports.load import InputError, load_runs, tidy
 from tests.run_folders import NS, _row, key_of, make_run, write_pytest_benchmark  # noqa: F401
 
@@ -138,30 +139,30 @@ def test_machine_drift_is_taken_out_but_a_large_one_is_a_regression(tmp_path):
     base = make_run(tmp_path, "base")
     busy = make_run(tmp_path, "busy")
     _scale_times(busy, 1.15)
-    table = compare.compare(tidy(load_runs([busy])), tidy(load_runs([base])), scope="all")
+    table = gate.gate_table(tidy(load_runs([busy])), tidy(load_runs([base])), scope="all")
     suite_row = table[(table["metric"] == "time_s:suite_median") & (table["suite"] == "scaling")]
     assert len(suite_row) == 1 and suite_row["current"].iloc[0] == pytest.approx(1.15)
     assert suite_row["verdict"].iloc[0] == "ok" and not (table["verdict"] == "regression").any()
     slow = make_run(tmp_path, "slow")
     _scale_times(slow, 2.0)
-    regs = compare.regressions(compare.compare(tidy(load_runs([slow])), tidy(load_runs([base])), scope="all"))
+    regs = gate.regressions(gate.gate_table(tidy(load_runs([slow])), tidy(load_runs([base])), scope="all"))
     assert regs["metric"].tolist() == ["time_s:suite_median"] and regs["suite"].tolist() == ["scaling"]
-    table = compare.compare(tidy(load_runs([slow])), tidy(load_runs([base])))  # default: --cases target
-    assert compare.regressions(table).empty and (table["verdict"] == compare.UNGATED).sum() == 1
+    table = gate.gate_table(tidy(load_runs([slow])), tidy(load_runs([base])))  # default: --cases target
+    assert gate.regressions(table).empty and (table["verdict"] == gate.UNGATED).sum() == 1
     mixed = make_run(tmp_path, "mixed")
     _scale_times(mixed, 1 / 1.15)
     _scale_times(mixed, 2.0, "reference.naive", 2048)
-    regs = compare.regressions(compare.compare(tidy(load_runs([mixed])), tidy(load_runs([base])), scope="all"))
+    regs = gate.regressions(gate.gate_table(tidy(load_runs([mixed])), tidy(load_runs([base])), scope="all"))
     assert set(regs["case"]) == {"reference.naive"} and set(regs["metric"]) == {"time_s", "tflops"}
 
 
 def test_cpu_memory_has_an_absolute_slack_gpu_memory_does_not():
     base = {"peak_mem_bytes": 4e6}
-    assert compare.tolerance("peak_mem_bytes", base, "cpu") == pytest.approx(compare.MEM_SLACK_CPU / 4e6)
-    assert compare.tolerance("peak_mem_bytes", base, "cuda:0") == compare.FLOOR["peak_mem_bytes"]
-    assert compare.tolerance("peak_mem_bytes", {"peak_mem_bytes": 4e9}, "cpu") == compare.FLOOR["peak_mem_bytes"]
-    assert compare.tolerance("time_s", {"time_s": 1.0}, "cpu") == compare.TIME_FLOOR["cpu"]
-    assert compare.tolerance("time_s", {"time_s": 1.0}, "cuda:0") == compare.TIME_FLOOR["cuda"]
+    assert decide.tolerance("peak_mem_bytes", base, "cpu") == pytest.approx(decide.MEM_SLACK_CPU / 4e6)
+    assert decide.tolerance("peak_mem_bytes", base, "cuda:0") == decide.FLOOR["peak_mem_bytes"]
+    assert decide.tolerance("peak_mem_bytes", {"peak_mem_bytes": 4e9}, "cpu") == decide.FLOOR["peak_mem_bytes"]
+    assert decide.tolerance("time_s", {"time_s": 1.0}, "cpu") == gate_rule.TIME_FLOOR["cpu"]
+    assert decide.tolerance("time_s", {"time_s": 1.0}, "cuda:0") == gate_rule.TIME_FLOOR["cuda"]
 
 
 def test_noisy_run_within_spread_exit_0(tmp_path):
@@ -175,7 +176,7 @@ def test_noisy_run_within_spread_exit_0(tmp_path):
     # ... unless the run itself measured that much noise: the noisier side's spread counts
     noisy = make_run(tmp_path, "noisy", iqr=0.35, jitter=jitter)
     assert report(noisy, "--baseline", quiet, "--out", tmp_path / "n", "--formats", "csv", "--no-plots") == 0
-    assert compare.tolerance("time_s", {"time_s": 1.0, "time_iqr_s": 0.01}, "cpu",
+    assert decide.tolerance("time_s", {"time_s": 1.0, "time_iqr_s": 0.01}, "cpu",
                              {"time_s": 1.0, "time_iqr_s": 0.2}) == pytest.approx(0.4)
 
 
@@ -191,8 +192,8 @@ def test_status_change_and_formula_mismatch_are_regressions(tmp_path):
     assert report(base, "--baseline", broken, "--out", tmp_path / "r", "--formats", "csv", "--no-plots",
                   "--cases", "all") == 0
     off = make_run(tmp_path, "off", rf_off=1)
-    table = compare.compare(tidy(load_runs([off])), tidy(load_runs([base])), scope="all")
-    regs = compare.regressions(table)
+    table = gate.gate_table(tidy(load_runs([off])), tidy(load_runs([base])), scope="all")
+    regs = gate.regressions(table)
     assert set(regs["metric"]) == {"receptive_field==formula"} and len(regs) == 3
 
 
@@ -257,13 +258,13 @@ def test_job_folder_reads_its_sub_folder_runs(tmp_path):
     job, base = _split_job(tmp_path, "job"), _split_job(tmp_path, "base")
     runs = load_runs([job, job / "finetune"])
     assert sorted(r.path.name for r in runs) == ["finetune", "job"]
-    table = compare.compare(tidy(runs), tidy(load_runs([base])))
+    table = gate.gate_table(tidy(runs), tidy(load_runs([base])))
     assert not (table["verdict"].isin(["missing", "new", "regression"])).any(), table["verdict"].tolist()
     acc = table[(table["suite"] == "finetune") & (table["metric"] == "accuracy")]
     assert len(acc) == 2 and (acc["verdict"] == "ok").all()
     # the fine-tune half of the job alone: the kernel points are missing (once each, not per run),
     # each a regression unless the run says it was not asked for them (tests/test_gate.py)
-    alone = compare.compare(tidy(load_runs([job / "finetune"])), tidy(load_runs([base])))
+    alone = gate.gate_table(tidy(load_runs([job / "finetune"])), tidy(load_runs([base])))
     missing = alone[alone["metric"] == "point"]
     assert len(missing) == missing["key"].nunique() > 10
     assert (missing["verdict"] == "regression").sum() == (missing["role"] == "target").sum() > 0

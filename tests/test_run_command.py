@@ -136,10 +136,10 @@ def test_tiny_main_job_end_to_end(tmp_path):
 
 def test_shared_options_have_one_default():
     """--impl, --isolation and the timeouts come from harness.options in every command."""
-    from harness import guard, isolation, loader, options
+    from harness import guard, isolation, options
     from harness.cli import build_parser
     assert guard.DEFAULT_TIMEOUT == options.CALL_TIMEOUT_S
-    assert isolation.DEFAULT_IMPORT_TIMEOUT == options.IMPORT_TIMEOUT_S and loader.DEFAULT_TARGET == "reference"
+    assert isolation.DEFAULT_IMPORT_TIMEOUT == options.IMPORT_TIMEOUT_S and options.DEFAULT_TARGET == "reference"
     parse = build_parser().parse_args
     assert parse(["bench", "--out", "x"]).impl == options.DEFAULT_TARGET
     assert parse(["bench", "--out", "x"]).import_timeout == options.IMPORT_TIMEOUT_S

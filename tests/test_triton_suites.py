@@ -81,7 +81,7 @@ class CheckedCounts:
     def pytest_runtest_makereport(self, item, call):
         yield
         target = getattr(item, "funcargs", {}).get("target")
-        family = getattr(getattr(item, "module", None), "FAMILY", None)
+        family = getattr(getattr(item, "module", None), "PROPERTY_PREFIX", None)
         if call.when == "call" and target is not None and family:
             prop = f"{family}.{item.originalname.removeprefix('test_')}"
             self.checked[prop] = self.checked.get(prop, 0) + getattr(target.outcome, "checked", 0)

@@ -156,7 +156,7 @@ from hypothesis import assume, given
 from harness.runner import run
 from suites.positions.configs import rope_configs
 
-FAMILY = "unsat"
+PROPERTY_PREFIX = "unsat"
 pytestmark = pytest.mark.needs("apply_rotary_embedding")
 
 

@@ -61,7 +61,7 @@ class Context:
 
     def component(self, name: str):
         """The target's protocol name ``name``, or None when it lacks it (or fails to load)."""
-        from harness.loader import BrokenTarget, Missing
+        from harness.target_import import BrokenTarget, Missing
         try:
             return self.target.lookup(name)
         except (Missing, BrokenTarget):
@@ -70,7 +70,7 @@ class Context:
     def require(self, name: str):
         """The target's ``name``; raises ``Skip`` when it lacks it, ``RuntimeError`` when it is broken."""
         from harness.bench.points import Skip
-        from harness.loader import BrokenTarget, Missing
+        from harness.target_import import BrokenTarget, Missing
         try:
             return self.target.lookup(name)
         except Missing as exc:

@@ -21,7 +21,7 @@ from harness.bench import Check, begin_run, profiles
 BENCH_NAMES = {"smoke": "tiny"}
 
 
-def run(out_dir, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases=None, device: str = "cpu",
+def run(out_dir, *, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases=None, device: str = "cpu",
         seeds=None, resume: bool = False, progress: bool = False, state: dict | None = None,
         measure_peak: bool = False, any_device: bool = False, overwrite: bool = False
         ) -> tuple[list[dict], list[Check]]:
@@ -42,13 +42,13 @@ def run(out_dir, impl: str = options.DEFAULT_TARGET, profile: str = "cpu", cases
     state["finetune_profile"] = prof
     store = ResultStore(out_dir, resume=resume, overwrite=overwrite)
     try:
-        return _run(store, impl, profiles.get(BENCH_NAMES.get(profile, profile)), prof, cases, device,
-                    progress, state, measure_peak)
+        return _run(store, impl=impl, bench_profile=profiles.get(BENCH_NAMES.get(profile, profile)), prof=prof,
+                    cases=cases, device=device, progress=progress, state=state, measure_peak=measure_peak)
     finally:
         store.close()
 
 
-def _run(store, impl, bench_profile, prof, cases, device, progress, state, measure_peak):
+def _run(store, *, impl, bench_profile, prof, cases, device, progress, state, measure_peak):
     from harness.bench import env
     from harness.bench import finetune as ft
     from harness.bench.points import PointRunner
@@ -118,9 +118,9 @@ def main(argv=None) -> int:
     for impl, out, cases in jobs:
         t0 = time.perf_counter()
         print(f"finetune: target {impl}, profile {args.profile}, device {args.device} -> {out}", flush=True)
-        rows, checks = run(out, impl, args.profile, cases.split(",") if cases else None, args.device,
-                           seeds, args.resume, progress=False, state=state, any_device=args.any_device,
-                           overwrite=args.overwrite)
+        rows, checks = run(out, impl=impl, profile=args.profile, cases=cases.split(",") if cases else None,
+                           device=args.device, seeds=seeds, resume=args.resume, progress=False, state=state,
+                           any_device=args.any_device, overwrite=args.overwrite)
         _report(rows, checks, time.perf_counter() - t0)
         failed |= any(c.passed is False for c in checks)
     return 1 if (args.strict and failed) else 0

@@ -100,7 +100,7 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def run(out_dir, hypers: list[Hyper], seeds, device: str = "cpu", train_examples: int | None = None,
+def run(out_dir, hypers: list[Hyper], seeds, *, device: str = "cpu", train_examples: int | None = None,
         max_steps: int | None = None, incumbent: Hyper | None = None, log=sys.stderr) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +172,8 @@ def main(argv=None) -> int:
         hypers = grid(args.lr, args.epochs, args.batch_size, base)
         if incumbent not in hypers:
             hypers.append(incumbent)
-        summary = run(args.out, hypers, args.seeds, args.device, args.train_examples, args.max_steps, incumbent)
+        summary = run(args.out, hypers, args.seeds, device=args.device, train_examples=args.train_examples,
+                      max_steps=args.max_steps, incumbent=incumbent)
     print(markdown(summary))
     print(f"chosen: {summary['chosen']}  ({Path(args.out) / SUMMARY_FILE})")
     return 0

@@ -156,7 +156,7 @@ def evaluate(model, data: Data, hyper: Hyper, device: str) -> tuple[float, float
     return correct / n, loss_sum / n
 
 
-def train_eval(data: Data, hyper: Hyper, seed: int, device: str, sdpa=None, layernorm_cls=None,
+def train_eval(data: Data, hyper: Hyper, seed: int, device: str, *, sdpa=None, layernorm_cls=None,
                max_steps: int | None = None) -> dict:
     """Fine-tune from the pretrained weights with ``seed``; accuracy on the held-out movies."""
     torch.manual_seed(seed)

@@ -48,7 +48,7 @@ Repeats (``peak_memory_repeated``): even so one call's RSS peak is a noisy sampl
 under 1 MiB and the math libraries' own buffers matter (the banded kernel at n = 4096 read 58 to
 90 MiB in five calls of one process, mmapped or not). The call is measured several times; the median is the point's
 ``peak_mem_bytes`` and min/max its spread, from which the baseline gate derives the allowance
-(reports/compare.py), as it does for times from their IQR.
+(reports/gate.py), as it does for times from their IQR.
 """
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ def progress_wanted(progress: bool | None, stream=None) -> bool:
 
 
 class PointRunner:
-    def __init__(self, store: ResultStore, impl: str, device: str, progress: bool | None = None,
+    def __init__(self, store: ResultStore, impl: str, device: str, *, progress: bool | None = None,
                  verbose: bool = True, deadline: float | None = None, budget_s: float | None = None,
                  clock: Callable[[], float] = time.perf_counter):
         self.store, self.impl, self.device = store, impl, device
@@ -184,8 +184,8 @@ class PointRunner:
         return f"{BUDGET_REASON}: {spent} of the run spent before this point could start"
 
     def _row(self, point: Point, status, reason, metrics, telemetry) -> dict:
-        return make_row(self.store.run_id, point.suite, point.case, self.impl, self.device,
-                        point.params, status, reason, metrics, telemetry, role=point.role)
+        return make_row(self.store.run_id, point.suite, point.case, self.impl, self.device, point.params,
+                        status=status, reason=reason, metrics=metrics, telemetry=telemetry, role=point.role)
 
     def record(self, point: Point) -> dict:
         """Measure and write ``point`` now unless this runner wrote it already: what a suite

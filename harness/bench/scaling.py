@@ -232,7 +232,7 @@ def _cpu_sweep(ctx: Context, case: str, pass_: str) -> dict:
 
         with torch.inference_mode(pass_ == "fwd"):
             budget = ctx.state.setdefault("spread_budget", {"left_s": ctx.profile.scaling.spread_budget_s})
-            run_sweep(slots, ctx.profile.scaling, Skip, note, deadline=ctx.state.get("deadline"),
+            run_sweep(slots, ctx.profile.scaling, Skip, note=note, deadline=ctx.state.get("deadline"),
                       on_done=done, budget=budget)
     return sweeps[(case, pass_)]
 

@@ -52,7 +52,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params: dict,
+def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params: dict, *,
              status: str = "ok", reason: str | None = None, metrics: dict | None = None,
              telemetry: dict | None = None, role: str = "comparison") -> dict:
     if status not in STATUSES:

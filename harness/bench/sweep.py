@@ -104,7 +104,7 @@ def spread_repeats(slot: Slot, prof, budget: dict | None) -> bool:
             and len(slot.samples) < getattr(prof, "spread_max_blocks", 0) and too_noisy(slot.samples))
 
 
-def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseException],
+def run_sweep(slots: list[Slot], prof, skip_reason: Callable[[str], BaseException], *,
               note: Callable[[str], None] = lambda text: None, deadline: float | None = None,
               clock: Callable[[], float] = time.perf_counter,
               on_done: Callable[[Slot, Timing | BaseException], None] = lambda slot, result: None,

@@ -88,7 +88,7 @@ def calibrate(fn: Callable[[], object], min_block_s: float = 0.02, recheck: bool
     return number, elapsed
 
 
-def time_cpu(fn: Callable[[], object], min_block_s: float = 0.02, min_run_s: float = 0.2,
+def time_cpu(fn: Callable[[], object], *, min_block_s: float = 0.02, min_run_s: float = 0.2,
              min_blocks: int = 5, max_run_s: float = 5.0, warmup: int = 1,
              clock: Callable[[], float] = time.perf_counter) -> Timing:
     """Blocked timing on the host clock (see the module docstring)."""
@@ -116,7 +116,7 @@ def _cuda_events(n: int) -> list:
     return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
 
 
-def time_cuda(fn: Callable[[], object], warmup_ms: float = 25.0, rep_ms: float = 100.0,
+def time_cuda(fn: Callable[[], object], *, warmup_ms: float = 25.0, rep_ms: float = 100.0,
               min_reps: int = 10, max_reps: int = 1000, flush: bool = True,
               device: str | torch.device = "cuda", max_run_s: float | None = None) -> Timing:
     """CUDA-event timing with an L2 flush before each repetition (triton's do_bench).

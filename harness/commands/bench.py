@@ -205,7 +205,7 @@ def _run(args, suites, device, profile, allocator, started) -> int:
         from harness import isolation
         isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
     configs.add_source(options.SUITES)  # the configuration types a HARNESS_SIZES may name
-    target = load_target(args.impl, conventions.parse_cli(args.convention), device,
+    target = load_target(args.impl, cli_conventions=conventions.parse_cli(args.convention), device=device,
                          isolation=args.isolation, timeout=args.impl_timeout,
                          import_timeout=args.import_timeout, threads=threads)
     if target.load_error:

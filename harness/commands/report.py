@@ -5,7 +5,7 @@
                              [--out DIR] [--html] [--formats csv,parquet,md] [--no-plots]
 
 Inputs are run folders (notes/RESULTS_SCHEMA.md) or pytest-benchmark ``--benchmark-json`` files; several
-merge into one report (``run_id``/``machine`` columns). The baseline gate (reports/compare.py) passes
+merge into one report (``run_id``/``machine`` columns). The baseline gate (reports/gate.py) passes
 only on what it compared; a point it cannot decide (too noisy, or CPU memory below the probe's
 resolution) is "undecided", counted, and fails it only with ``--strict``. Exit status: 0 no
 regression; 1 a regression in the gate's scope (a worse metric, a metric with no value now, a point
@@ -75,7 +75,7 @@ def main(args) -> int:
 
 def _main(args) -> int:
     from harness.runfolder import locked_by
-    from reports import compare, tables
+    from reports import gate, tables
     from reports.load import InputError, load_runs, point_samples, requested, tidy
 
     try:
@@ -113,7 +113,7 @@ def _main(args) -> int:
     if base_df is not None:
         baseline_name = str(resolve_baseline(args.baseline))
         scope = args.cases or "target"
-        result = compare.gate(df, base_df, scope=scope, allow_missing=args.allow_missing,
+        result = gate.gate(df, base_df, scope=scope, allow_missing=args.allow_missing,
                               requested=requested(runs), strict=args.strict,
                               current_samples=point_samples(runs),
                               baseline_samples=point_samples(baseline_runs))
@@ -139,14 +139,14 @@ def _main(args) -> int:
         bad = table[table["status"] != "ok"]
         print(f"  {suite}: {len(table)} points" + (f", {len(bad)} not ok" if len(bad) else ""))
     if result is not None:
-        counts = compare.counts(comparison)
+        counts = gate.counts(comparison)
         print(f"baseline {baseline_name}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         print(f"gate: --cases {result.scope}{'' if args.cases else ' (default)'}"
               f"{', --allow-missing' if args.allow_missing else ''}{', --strict' if args.strict else ''}: "
               f"{result.matched} point(s) in scope compared" +
-              (f"; {counts[compare.UNGATED]} worse row(s) outside the gate (--cases all "
-               f"gates them)" if counts.get(compare.UNGATED) else ""))
-        if line := compare.detectable_summary(comparison):
+              (f"; {counts[gate.UNGATED]} worse row(s) outside the gate (--cases all "
+               f"gates them)" if counts.get(gate.UNGATED) else ""))
+        if line := gate.detectable_summary(comparison):
             print(f"gate: {line}")
         undecided = result.undecided()
         if len(undecided):

@@ -54,10 +54,11 @@ def load_check(ref: str):
 
 def main(args) -> int:
     from harness import conventions, runner
-    from harness.loader import Missing, load_target
+    from harness.loader import load_target
+    from harness.target_import import Missing
 
     configs.add_source(options.SUITES)  # the configuration types: HARNESS_SIZES, --config
-    target = load_target(args.impl, conventions.parse_cli(args.convention), args.device,
+    target = load_target(args.impl, cli_conventions=conventions.parse_cli(args.convention), device=args.device,
                          isolation=args.isolation, timeout=args.impl_timeout, threads=1)
     if target.load_error:
         print(f"target {target.spec!r} does not load: {target.load_error}")

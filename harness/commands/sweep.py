@@ -52,7 +52,7 @@ def add_parser(sub) -> None:
 
 
 @dataclass
-class Session:
+class SweepSession:
     profile: str                    # dev | thorough
     seed: int
     specs: list[str]
@@ -89,7 +89,7 @@ def select(targets: list[str] | None) -> list[controls.Control]:
     return [known[t] for t in targets]
 
 
-def pytest_command(session: Session, args) -> list[str]:
+def pytest_command(session: SweepSession, args) -> list[str]:
     ns = argparse.Namespace(impl=session.specs, convention=[], report=str(session.folder / "report"),
                             isolation="process", impl_timeout=args.impl_timeout, import_timeout=None,
                             profile=session.profile, require_consistent=False, keyword=args.keyword,
@@ -97,7 +97,7 @@ def pytest_command(session: Session, args) -> list[str]:
     return [sys.executable, "-m", "pytest", *check.pytest_argv(ns)]
 
 
-def start(session: Session, args) -> None:
+def start(session: SweepSession, args) -> None:
     session.folder.mkdir(parents=True, exist_ok=True)
     report = session.folder / "report" / "conformance.json"
     if report.exists():
@@ -110,7 +110,7 @@ def start(session: Session, args) -> None:
                                     stderr=subprocess.STDOUT, env=env)
 
 
-def finish(session: Session, rc: int) -> tuple[list[dict], list[dict], list[str]]:
+def finish(session: SweepSession, rc: int) -> tuple[list[dict], list[dict], list[str]]:
     session.log.close()
     seconds = time.monotonic() - session.started
     path = session.folder / "report" / "conformance.json"
@@ -147,7 +147,7 @@ def plan(chosen: list[controls.Control], runs: list[tuple[str, int]], args, out:
         groups = [[s] for s in runnable] if args.group == "target" else ([runnable] if runnable else [])
         for specs in groups:
             name = f"{profile}-{seed}" + (f"/{specs[0].replace('/', '_')}" if args.group == "target" else "")
-            sessions.append(Session(profile, seed, specs, out / "sessions" / name))
+            sessions.append(SweepSession(profile, seed, specs, out / "sessions" / name))
     return sessions, rows, alarms
 
 
@@ -165,7 +165,7 @@ def clock(seconds: float) -> str:
     return f"{m // 60}h{m % 60:02d}m{s:02d}s" if m >= 60 else f"{m}m{s:02d}s"
 
 
-def run_all(sessions: list[Session], args, t0: float):
+def run_all(sessions: list[SweepSession], args, t0: float):
     """(rows, alarms, consistency lines, whether Ctrl-C stopped it) of the sessions, ``--jobs`` at once."""
     rows, alarms, consistency = [], [], []
     pending, running = list(sessions), []

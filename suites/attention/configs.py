@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from harness.configs import _DTYPE, _SEED, Config, register
+from suites.strategies import DTYPE, SEED
+from harness.configs import Config, register
 
 
 @register
@@ -75,7 +76,7 @@ _BATCH = st.one_of(st.tuples(st.integers(1, 3)), st.tuples(st.integers(1, 2), st
 
 
 @st.composite
-def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=_DTYPE,
+def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=DTYPE,
                  distinct_lengths: bool = False, gqa: bool = False) -> AttnConfig:
     """Small-regime attention configs (``suites.regimes`` adds the tile-boundary one). Hq = Hkv
     unless ``gqa`` or ``min_group`` > 1: a property that is not about GQA does not draw it, so a
@@ -87,27 +88,27 @@ def attn_configs(draw, min_group: int = 1, max_kv_heads: int = 3, dtypes=_DTYPE,
     E = draw(_HEAD_DIM)
     Ev = draw(st.one_of(st.just(E), _HEAD_DIM))
     return AttnConfig(batch=draw(_BATCH), hq=hkv * group, hkv=hkv, L=L, S=S, E=E, Ev=Ev,
-                      dtype=draw(dtypes), seed=draw(_SEED))
+                      dtype=draw(dtypes), seed=draw(SEED))
 
 
 @st.composite
-def window_configs(draw, dtypes=_DTYPE) -> WindowConfig:
+def window_configs(draw, dtypes=DTYPE) -> WindowConfig:
     S = draw(_SEQ)
     L = draw(st.integers(1, S))
     E = draw(_HEAD_DIM)
     window = draw(st.one_of(st.just(1), st.integers(1, S + 2)))
     h = draw(st.integers(1, 3))
     return WindowConfig(batch=draw(_BATCH), hq=h, hkv=h, L=L, S=S, E=E, Ev=draw(st.one_of(st.just(E), _HEAD_DIM)),
-                        dtype=draw(dtypes), seed=draw(_SEED), window=window)
+                        dtype=draw(dtypes), seed=draw(SEED), window=window)
 
 
 @st.composite
-def dropout_configs(draw, dtypes=_DTYPE) -> DropoutConfig:
+def dropout_configs(draw, dtypes=DTYPE) -> DropoutConfig:
     """Batch 2, 2-3 heads, L and S in 16..48 (>= 256 weights per head and batch item, the bound
     in suites/attention/test_attention_dropout.py), p in [0.2, 0.7]."""
     h = draw(st.integers(2, 3))
     return DropoutConfig(batch=(2,), hq=h, hkv=h, L=draw(st.integers(16, 48)), S=draw(st.integers(16, 48)),
-                         E=draw(st.integers(1, 16)), Ev=1, dtype=draw(dtypes), seed=draw(_SEED),
+                         E=draw(st.integers(1, 16)), Ev=1, dtype=draw(dtypes), seed=draw(SEED),
                          dropout_p=draw(st.sampled_from([0.5, 0.2, 0.3, 0.7])))
 
 
@@ -165,7 +166,7 @@ _VLEN = st.one_of(st.integers(1, 24), st.sampled_from([31, 33, 40]))
 
 
 @st.composite
-def varlen_configs(draw, causal=st.booleans(), gqa: bool = False, dtypes=_DTYPE, lengths=None,
+def varlen_configs(draw, *, causal=st.booleans(), gqa: bool = False, dtypes=DTYPE, lengths=None,
                    distinct: bool = False, even_head: bool = False, max_batch: int = 4) -> VarlenConfig:
     """1 ... ``max_batch`` sequences of 1 ... 40 queries (``lengths``: a strategy of (q_lens, k_lens)
     instead). Causal: the keys as many as the queries unless ``distinct`` (Lq != Lk in some
@@ -187,7 +188,7 @@ def varlen_configs(draw, causal=st.booleans(), gqa: bool = False, dtypes=_DTYPE,
     E = draw(_EVEN_HEAD if even_head else _HEAD_DIM)
     Ev = draw(st.one_of(st.just(E), _HEAD_DIM))
     return VarlenConfig(q_lens=tuple(q_lens), k_lens=tuple(k_lens), hq=hkv * group, hkv=hkv, E=E, Ev=Ev,
-                        dtype=draw(dtypes), seed=draw(_SEED), causal=is_causal)
+                        dtype=draw(dtypes), seed=draw(SEED), causal=is_causal)
 
 
 _EVEN_HEAD = st.one_of(st.integers(1, 8).map(lambda x: 2 * x), st.sampled_from([16, 32, 64]))

@@ -6,8 +6,7 @@ import torch
 
 from harness import tolerance
 from suites.attention.configs import AttnConfig
-from harness.guard import expect_tensor
-from harness.runner import impl, require_features
+from suites.kit import expect_tensor, impl, require_features
 from reference.attention import attention_math
 
 SDPA = "scaled_dot_product_attention"
@@ -37,7 +36,7 @@ def call_sdpa(target, cfg: AttnConfig, q, k, v, **kw) -> torch.Tensor:
 
 def truth(q, k, v, **kw) -> torch.Tensor:
     kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
-    return attention_math(q.cpu(), k.cpu(), v.cpu(), **_cpu(kw))
+    return attention_math(q.cpu(), k.cpu(), v.cpu(), **cpu_kwargs(kw))
 
 
 #: where a correct kernel may apply the 1/sqrt(E) scale (reference.attention.attention_math)
@@ -55,12 +54,12 @@ def naive(q, k, v, **kw) -> torch.Tensor:
     # hundreds: a tiled kernel summing E in another order was 1.05e-5 off where they were 6.4e-7):
     # the same math with E summed in reverse order is a fourth candidate
     return tolerance.worst_naive(truth(q, k, v, **kw), [
-        attention_math(qc, kc, vc, compute_dtype=q.dtype, scale_at=at, **_cpu(kw))
+        attention_math(qc, kc, vc, compute_dtype=q.dtype, scale_at=at, **cpu_kwargs(kw))
         for at in SCALE_PLACEMENTS] + [
-        attention_math(qc.flip(-1), kc.flip(-1), vc, compute_dtype=q.dtype, **_cpu(kw))])
+        attention_math(qc.flip(-1), kc.flip(-1), vc, compute_dtype=q.dtype, **cpu_kwargs(kw))])
 
 
-def _cpu(kw: dict) -> dict:
+def cpu_kwargs(kw: dict) -> dict:
     return {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
 
 

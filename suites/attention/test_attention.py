@@ -16,14 +16,13 @@ from hypothesis import given
 
 from harness import tolerance
 from suites import regimes
-from harness.configs import autocast_dtypes
+from suites.kit import autocast_dtypes, call_under_autocast, run
 from suites.attention.configs import attn_configs
 from suites.regimes import covering
-from harness.runner import call_under_autocast, run
 from suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, truth
 from suites.positions.helpers import expect_floating
 
-FAMILY = "attention"
+PROPERTY_PREFIX = "attention"
 pytestmark = pytest.mark.needs(SDPA)
 
 

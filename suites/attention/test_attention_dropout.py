@@ -40,13 +40,11 @@ from hypothesis import given, settings
 
 from harness import tolerance
 from suites.attention.configs import DropoutConfig, dropout_configs
-from harness.conventions import KNOWN, check_convention
-from harness.guard import ImplementationError
-from harness.runner import on_target, record_label, run
+from suites.kit import KNOWN, ImplementationError, check_convention, on_target, record_label, run
 from harness.target_ops import seeded
 from suites.attention.helpers import SDPA, call_sdpa
 
-FAMILY = "attention"
+PROPERTY_PREFIX = "attention"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("dropout")]
 #: the false-failure budget of one run of a statistical property (all its examples together)
 DELTA = 1e-6

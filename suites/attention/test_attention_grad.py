@@ -4,11 +4,11 @@
     dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(P * dP)),  dQ = dS K * scale,  dK = dS^T Q * scale
 
 Each property runs the target's forward and backward in its worker with a random upstream
-gradient dO (``suites._grad.target_grads``) and compares dq (..., Hq, L, E), dk (..., Hkv, S, E)
+gradient dO (``suites.gradients.target_grads``) and compares dq (..., Hq, L, E), dk (..., Hkv, S, E)
 and dv (..., Hkv, S, Ev) with float64 autograd of ``reference.attention.attention_math``;
 allowed: ``K_GRAD`` x the error of autograd through the same math in the input dtype (the worst
 of the three scale placements) + floor + C_TERMS u x the magnitudes of the terms each gradient
-is formed from (``suites._magnitudes.attention_grad_terms``: dS = P (dP - D) cancels, e.g. to
+is formed from (``suites.magnitudes.attention_grad_terms``: dS = P (dP - D) cancels, e.g. to
 exactly 0 with one key, or after a value shift makes dP and D large). Structural properties
 hold exactly: a key no query with a nonzero upstream gradient sees gets dK = dV = 0 bit for bit,
 even when it holds +-1e4.
@@ -24,18 +24,17 @@ from hypothesis import strategies as st
 
 from suites import regimes
 from suites.attention.configs import AttnConfig, attn_configs
-from harness.conventions import check_convention
+from suites.kit import UNSUPPORTED, check_convention, on_target, record_label, require_features, run
 from suites.regimes import covering
-from harness.runner import UNSUPPORTED, on_target, record_label, require_features, run
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
-from suites._magnitudes import attention_grad_terms
-from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, _cpu, features_of, visibility
-from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
-                          poison_for_backward, qkv_and_upstream, target_grads, worst_each)
-from suites.attention.test_attention_masks import _random_mask
+from suites.magnitudes import attention_grad_terms
+from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, cpu_kwargs, features_of, visibility
+from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
+                              poison_for_backward, qkv_and_upstream, target_grads, worst_each)
+from suites.attention.test_attention_masks import random_mask
 
-FAMILY = "attention_grad"
+PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]
 NAMES = ("dq", "dk", "dv")
 
@@ -52,7 +51,7 @@ def truth_and_naive(q, k, v, g, **kw):
     """(float64 autograd [dq, dk, dv], the naive yardstick: autograd in the input dtype, per
     gradient the worst of the three places a correct kernel may put the scale, and the
     running-error magnitudes of [dq, dk, dv])."""
-    kw = _cpu({"enable_gqa": q.shape[-3] != k.shape[-3], **kw})
+    kw = cpu_kwargs({"enable_gqa": q.shape[-3] != k.shape[-3], **kw})
     truth = autograd_of(lambda *t: attention_math(*t, **kw), [t.double() for t in (q, k, v)], g.double())
     cands = [autograd_of(lambda *t, at=at: attention_math(*t, compute_dtype=q.dtype, scale_at=at, **kw),
                          (q, k, v), g) for at in SCALE_PLACEMENTS]
@@ -61,7 +60,7 @@ def truth_and_naive(q, k, v, g, **kw):
 
 def agree(grads, q, k, v, g, what: str, **kw) -> None:
     truth, naive, terms = truth_and_naive(q, k, v, g, **kw)
-    assert_grads(NAMES, grads, truth, naive, q.dtype, what, terms)
+    assert_grads(NAMES, grads, truth, naive, q.dtype, what, terms=terms)
 
 
 def check_agreement(target, cfg):
@@ -129,7 +128,7 @@ def check_bool_mask(target, cfg):
     """A boolean mask (per item / head / broadcast): keys masked for every query hold +-1e4 and
     get exactly zero dk and dv (dV = P^T dO with the *masked* P); every gradient matches autograd."""
     gen = cfg.generator(salt=4)
-    mask, variant, protected = _random_mask(cfg, gen, target.device)
+    mask, variant, protected = random_mask(cfg, gen, target.device)
     dropped = _drop_keys(cfg, gen, protected)
     mask = mask & ~dropped.to(target.device)
     q, k, v, g = qkv_and_upstream(target, cfg)
@@ -144,7 +143,7 @@ def check_bool_mask(target, cfg):
 def check_float_mask(target, cfg):
     """A float mask (added to the scores, -inf entries included) enters the backward's P too."""
     gen = cfg.generator(salt=5)
-    visible, variant, _ = _random_mask(cfg, gen, "cpu")
+    visible, variant, _ = random_mask(cfg, gen, "cpu")
     bias = torch.randn(visible.shape, generator=gen, dtype=torch.float64) * 2.0
     bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
     q, k, v, g = qkv_and_upstream(target, cfg)
@@ -173,7 +172,8 @@ def check_gqa(target, cfg):
                 f"sum over its query heads {head * cfg.group}..{head * cfg.group + cfg.group - 1} of the {name} "
                 f"with K/V repeat_interleave'd: the backward must sum over the query group (Hq={cfg.hq}, "
                 f"Hkv={cfg.hkv})")
-    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})", terms)
+    assert_grads(NAMES, [dq, dk, dv], truth, naive, q.dtype, f"with GQA (Hq={cfg.hq}, Hkv={cfg.hkv})",
+                 terms=terms)
 
 
 @st.composite

@@ -16,12 +16,11 @@ from hypothesis import given
 from suites import regimes
 from suites.attention.configs import attn_configs
 from suites.regimes import covering
-from harness.conventions import check_convention
-from harness.runner import record_label, run
+from suites.kit import check_convention, record_label, run
 from reference.masks import causal_mask
 from suites.attention.helpers import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
 
-FAMILY = "attention"
+PROPERTY_PREFIX = "attention"
 pytestmark = pytest.mark.needs(SDPA)
 
 
@@ -77,7 +76,7 @@ def check_causal(target, cfg):
     _agree_rows(out3, q, k, v3, seen, mask, f"after changing the visible value at key {cut}")
 
 
-def _random_mask(cfg, g: torch.Generator, device) -> tuple[torch.Tensor, str, torch.Tensor]:
+def random_mask(cfg, g: torch.Generator, device) -> tuple[torch.Tensor, str, torch.Tensor]:
     """A boolean mask that differs per batch item and head (or broadcasts), each row >= 1 key.
 
     Returns (mask, variant name, bool (S,) of keys some row relies on)."""
@@ -97,7 +96,7 @@ def check_bool_mask(target, cfg):
     """Boolean masks (True = may attend) apply to the right batch item and head, and masked
     keys holding +-1e4 have no influence at all."""
     g = cfg.generator(salt=4)
-    mask, variant, protected = _random_mask(cfg, g, target.device)
+    mask, variant, protected = random_mask(cfg, g, target.device)
     q, k, v = cfg.qkv(target.device)
     # keys masked for every query; never a row's guaranteed key, so no row is fully masked
     dropped = (torch.rand(cfg.S, generator=g) < 0.3) & ~protected
@@ -115,7 +114,7 @@ def check_bool_mask(target, cfg):
 def check_float_mask(target, cfg):
     """Float masks are added to the scores (per item and head), -inf entries included."""
     g = cfg.generator(salt=5)
-    visible, variant, _ = _random_mask(cfg, g, "cpu")
+    visible, variant, _ = random_mask(cfg, g, "cpu")
     bias = torch.randn(visible.shape, generator=g, dtype=torch.float64) * 2.0
     bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
     q, k, v = cfg.qkv(target.device)
@@ -165,7 +164,7 @@ def check_fully_masked_rows(target, cfg):
     """Rows whose mask is all False: the behaviour (zeros, NaN, uniform) is detected and named;
     every other row is unaffected. Any of the three passes unless another one is declared."""
     g = cfg.generator(salt=6)
-    mask, _, _ = _random_mask(cfg, g, target.device)
+    mask, _, _ = random_mask(cfg, g, target.device)
     dead = torch.rand(cfg.L, generator=g) < 0.4
     dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
     dead = dead.to(target.device)

@@ -25,12 +25,12 @@ from hypothesis import given
 
 from harness import tolerance
 from suites.attention.configs import DropoutConfig, dropout_configs
-from harness.runner import require_features, run
+from suites.kit import require_features, run
 from suites.attention.helpers import SDPA, features_of
-from suites._grad import target_grads
+from suites.gradients import target_grads
 from suites.attention.test_attention_dropout import keep_mask, probe
 
-FAMILY = "attention_grad"
+PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward"), pytest.mark.uses("dropout")]
 
 

@@ -17,14 +17,12 @@ from harness import tolerance
 from suites import regimes
 from suites.attention.configs import window_configs
 from suites.regimes import covering
-from harness.conventions import KNOWN, check_convention
-from harness.guard import expect_tensor
-from harness.runner import impl, record_label, run
+from suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, run
 from reference.masks import window_mask
 from reference.sliding_window import sliding_window_math
 from suites.attention.helpers import poison, probe_inputs, seen_keys, show_mask
 
-FAMILY = "sliding_window"
+PROPERTY_PREFIX = "sliding_window"
 SWA = "sliding_window_attention"
 pytestmark = pytest.mark.needs(SWA)
 

@@ -20,10 +20,8 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from suites import regimes
-from harness.conventions import KNOWN, check_convention
-from harness.guard import expect_tensor
+from suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, require_features, run
 from suites.regimes import covering
-from harness.runner import impl, record_label, require_features, run
 from reference.attention_varlen import bounds, sequence_math
 from reference.masks import causal_mask
 from suites.attention import configs as ac
@@ -31,7 +29,7 @@ from suites.attention import varlen_helpers as vh
 from suites.positions.helpers import rope_naive, rope_truth
 from reference.rope import LAYOUTS
 
-FAMILY = "varlen"
+PROPERTY_PREFIX = "varlen"
 pytestmark = pytest.mark.needs(vh.VARLEN)
 #: a third of the profile's examples, at least 8 (ci and dev: 10; thorough: 100): each draws up to 4
 #: sequences, and the tile-join regime's explicit examples run first on every profile anyway

@@ -1,11 +1,11 @@
 """The backward of ``attention_varlen``: dq (total_q, Hq, E), dk (total_k, Hkv, E), dv (total_k, Hkv, Ev).
 
 Each property runs the target's forward and backward in its worker with a random upstream gradient
-dO (``suites._grad.target_grads``) and compares with float64 autograd of
+dO (``suites.gradients.target_grads``) and compares with float64 autograd of
 ``reference.attention_varlen.varlen_math`` (attention run per sequence); allowed: ``K_GRAD`` x the
 error of autograd through the same math in the input dtype (the scale on the scores or the query)
 + floor + C_TERMS u x the running-error magnitudes of each sequence's backward
-(``suites._magnitudes.attention_grad_terms``). The structural property holds exactly: a sequence
+(``suites.magnitudes.attention_grad_terms``). The structural property holds exactly: a sequence
 whose queries get a zero upstream gradient gets dq = dk = dv = 0 bit for bit, whatever its
 neighbours in the packed rows receive.
 """
@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 
 from suites import regimes
 from suites.regimes import covering
-from harness.runner import require_features, run
+from suites.kit import require_features, run
 from reference.attention_varlen import bounds, varlen_math, visible_keys
-from suites._grad import assert_grads, assert_zero, autograd_of, target_grads, upstream, worst_each
-from suites._magnitudes import attention_grad_terms
+from suites.gradients import assert_grads, assert_zero, autograd_of, target_grads, upstream, worst_each
+from suites.magnitudes import attention_grad_terms
 from suites.attention import configs as ac
 from suites.attention import varlen_helpers as vh
 
-FAMILY = "varlen_grad"
+PROPERTY_PREFIX = "varlen_grad"
 pytestmark = [pytest.mark.needs(vh.VARLEN), pytest.mark.uses("backward")]
 NAMES = ("dq", "dk", "dv")
 EXAMPLES = settings(max_examples=max(8, settings.default.max_examples // 3))
@@ -58,7 +58,7 @@ def agree(grads, cfg, q, k, v, g, what: str) -> None:
     truth = autograd_of(lambda *t: varlen_math(*t, cu_q, cu_k, **kw), [t.double() for t in (q, k, v)], g.double())
     cands = [autograd_of(lambda *t, at=at: varlen_math(*t, cu_q, cu_k, compute_dtype=q.dtype, scale_at=at, **kw),
                          (q, k, v), g) for at in ("scores", "query")]
-    assert_grads(NAMES, grads, truth, worst_each(truth, cands), q.dtype, what, _terms(cfg, q, k, v, g))
+    assert_grads(NAMES, grads, truth, worst_each(truth, cands), q.dtype, what, terms=_terms(cfg, q, k, v, g))
 
 
 def check_agreement(target, cfg):

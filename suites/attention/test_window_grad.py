@@ -22,16 +22,16 @@ from hypothesis import given
 from suites import regimes
 from suites.attention.configs import window_configs
 from suites.regimes import covering
-from harness.runner import run
-from suites._grad import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
+from suites.kit import run
+from suites.gradients import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
 from suites.attention.test_attention_grad import agree
 from suites.attention.test_sliding_window import SWA, measure_extent
 
-FAMILY = "window_grad"
+PROPERTY_PREFIX = "window_grad"
 pytestmark = [pytest.mark.needs(SWA), pytest.mark.uses("backward")]
 
 
-def window_grads(target, q, k, v, window, g, scale=None) -> list[torch.Tensor]:
+def window_grads(target, q, k, v, window, g, *, scale=None) -> list[torch.Tensor]:
     """[dq, dk, dv] of the target's sliding_window_attention(q, k, v, window, scale) for dO = g."""
     kw = {} if scale is None else {"scale": scale}
     _, grads, _ = target_grads(target, target.lookup(SWA), (q, k, v, window), kw, (0, 1, 2), g)

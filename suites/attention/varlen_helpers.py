@@ -6,8 +6,7 @@ from __future__ import annotations
 import torch
 
 from harness import tolerance
-from harness.guard import expect_tensor
-from harness.runner import impl, require_features
+from suites.kit import expect_tensor, impl, require_features
 from reference.attention_varlen import bounds, varlen_math
 from suites.attention.configs import VarlenConfig
 from suites.attention.helpers import EXTREME, extreme_like
@@ -80,7 +79,7 @@ def naive(cfg: VarlenConfig, q, k, v, **kw) -> torch.Tensor:
     return tolerance.worst_naive(truth(cfg, q, k, v, **kw), naive_candidates(cfg, q, k, v, **kw))
 
 
-def agree(out, cfg: VarlenConfig, q, k, v, what: str, rows=None, **kw) -> tolerance.Comparison:
+def agree(out, cfg: VarlenConfig, q, k, v, what: str, *, rows=None, **kw) -> tolerance.Comparison:
     """``out`` equals the per-sequence float64 truth under the tolerance policy (``rows``: only
     these rows of the packed output, a bool (total_q,))."""
     ref, cands, out = truth(cfg, q, k, v, **kw), naive_candidates(cfg, q, k, v, **kw), out.cpu()

@@ -20,7 +20,7 @@ from harness.bench import Context, profiles
 from harness.bench.points import Skip
 from harness.bench.scaling import flops_for, make_call, params_for
 
-FAMILY = "benchmark"
+PROPERTY_PREFIX = "benchmark"
 CASES = ["target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",
          "target.sliding_window", "lstm"]
 SIZES = [256, 512, 1024]

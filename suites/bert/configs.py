@@ -16,7 +16,8 @@ import torch
 from hypothesis import Phase
 from hypothesis import strategies as st
 
-from harness.configs import _SEED, Config, register
+from suites.strategies import SEED
+from harness.configs import Config, register
 
 #: phases of the BERT-family tests: a failing configuration is reported as drawn, not shrunk.
 #: Their examples are large samples or models and the configurations little more than a seed
@@ -88,7 +89,7 @@ def mlm_configs(draw, size: str = "small", extra_special=st.sampled_from([0.0, 0
     mask_id = draw(st.sampled_from(sorted({3, min(103, vocab - 1), vocab - 1})))
     p = draw(st.sampled_from(rates))
     return MLMConfig(rows=rows, length=length, vocab_size=vocab, mask_token_id=mask_id, mlm_probability=p,
-                     extra_special=draw(extra_special), seed=draw(_SEED))
+                     extra_special=draw(extra_special), seed=draw(SEED))
 
 
 @register
@@ -130,7 +131,7 @@ def distill_configs(draw, dtypes=st.sampled_from(["float32", "float64", "float16
     classes = draw(st.one_of(st.integers(min_classes, 12), st.sampled_from([100, 1000])))
     return DistillConfig(lead=shape, classes=classes,
                          temperature=temp, logit_scale=draw(st.sampled_from([1.0, 3.0, 10.0, 30.0])),
-                         dtype=draw(dtypes), seed=draw(_SEED))
+                         dtype=draw(dtypes), seed=draw(SEED))
 
 
 def wide_dtypes():
@@ -187,12 +188,12 @@ def span_configs(draw, statistical: bool = False) -> SpanConfig:
         length = unit * max(1, round(120 / unit))
         assert abs(length * r - round(length * r)) < 1e-9 and abs(length * r / m - round(length * r / m)) < 1e-9
         return SpanConfig(length=length, noise_density=rho, mean_span_length=mu, vocab_size=32128,
-                          seed=draw(_SEED), calls=6000)
+                          seed=draw(SEED), calls=6000)
     length = draw(st.one_of(st.integers(2, 40), st.sampled_from([64, 100, 257])))
     rho = draw(st.one_of(st.none(), st.sampled_from([0.15, 0.05, 0.3, 0.5, 0.8])))
     mu = draw(st.one_of(st.none(), st.sampled_from([1.0, 2.0, 3.0, 2.5, 8.0])))
     return SpanConfig(length=length, noise_density=rho, mean_span_length=mu,
-                      vocab_size=draw(st.sampled_from([32128, 1000])), seed=draw(_SEED))
+                      vocab_size=draw(st.sampled_from([32128, 1000])), seed=draw(SEED))
 
 
 @register
@@ -207,7 +208,7 @@ class ModelConfig(Config):
 
 
 def model_configs(sizes=("base",)):
-    return st.builds(ModelConfig, batch=st.integers(1, 2), length=st.integers(2, 7), seed=_SEED,
+    return st.builds(ModelConfig, batch=st.integers(1, 2), length=st.integers(2, 7), seed=SEED,
                      size=st.sampled_from(list(sizes)))
 
 
@@ -228,7 +229,7 @@ class InputsConfig(Config):
 
 
 def inputs_configs():
-    return st.builds(InputsConfig, len_a=st.integers(0, 12), len_b=st.integers(0, 12), seed=_SEED)
+    return st.builds(InputsConfig, len_a=st.integers(0, 12), len_b=st.integers(0, 12), seed=SEED)
 
 
 @register
@@ -249,7 +250,7 @@ def embedding_configs(draw) -> EmbeddingConfig:
     positions = draw(st.sampled_from([8, 16, 512]))
     return EmbeddingConfig(vocab_size=draw(st.sampled_from([50, 1000])), hidden_size=draw(st.sampled_from([4, 16, 32])),
                            max_positions=positions, batch=draw(st.integers(1, 3)),
-                           length=draw(st.integers(2, min(positions, 20))), seed=draw(_SEED))
+                           length=draw(st.integers(2, min(positions, 20))), seed=draw(SEED))
 
 
 @register
@@ -282,7 +283,7 @@ SENTENCE_BASE = 1_000_000
 
 def nsp_configs():
     return st.builds(NSPConfig, documents=st.sampled_from([2, 3, 10, 200]), max_sentences=st.sampled_from([2, 5, 30]),
-                     pairs=st.just(100_000), seed=_SEED)
+                     pairs=st.just(100_000), seed=SEED)
 
 
 # -- statistical bounds the suites state ------------------------------------------------------

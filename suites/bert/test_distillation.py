@@ -18,12 +18,11 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from suites.bert.configs import NO_SHRINK, distill_configs, wide_dtypes
-from harness.guard import ImplementationError
-from harness.runner import impl, on_target, run
+from suites.kit import ImplementationError, impl, on_target, run
 from harness.target_ops import vjp
 from reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math
 
-FAMILY = "distillation"
+PROPERTY_PREFIX = "distillation"
 LOSS = "distillation_loss"
 pytestmark = pytest.mark.needs(LOSS)
 #: a one-hot teacher as finite logits: softmax gives exact zeros off the label in every dtype
@@ -40,25 +39,26 @@ def call_loss(target, s, t, temperature=None):
     return out
 
 
-def _ref(s, t, T):
+def distillation_truth(s, t, T):
     return distillation_math(s.cpu(), t.cpu(), T)
 
 
-def _naive(s, t, T):
+def distillation_naive(s, t, T):
     """The loss computed in the input dtype, two common ways; the yardstick is the one further
     from the float64 truth (a correct implementation may round like either)."""
     s, t = s.cpu(), t.cpu()
-    return tolerance.worst_naive(_ref(s, t, T), [distillation_math(s, t, T, compute_dtype=s.dtype),
-                                                distillation_kl_div(s, t, T, compute_dtype=s.dtype)])
+    return tolerance.worst_naive(distillation_truth(s, t, T), [distillation_math(s, t, T, compute_dtype=s.dtype),
+                                                               distillation_kl_div(s, t, T, compute_dtype=s.dtype)])
 
 
 def agree(out, s, t, T, what):
-    return tolerance.assert_close(out, _ref(s, t, T), _naive(s, t, T), dtype=s.dtype, what=what)
+    return tolerance.assert_close(out, distillation_truth(s, t, T), distillation_naive(s, t, T),
+                                  dtype=s.dtype, what=what)
 
 
 def _allowed(s, t, T) -> float:
-    nai = _naive(s, t, T)
-    return tolerance.allowance(_ref(s, t, T), nai, dtype=s.dtype)
+    nai = distillation_naive(s, t, T)
+    return tolerance.allowance(distillation_truth(s, t, T), nai, dtype=s.dtype)
 
 
 def _matches(out, ref, naive, dtype) -> bool:
@@ -89,17 +89,17 @@ def check_nonnegative(target, cfg):
     for name, student in (("student = teacher", t.clone()),
                           ("student = teacher + a per-row constant", (t.double() + shift).to(t.dtype))):
         same = call_loss(target, student, t, T)
-        zero = _ref(student, t, T)  # 0 up to the rounding of the shifted logits
+        zero = distillation_truth(student, t, T)  # 0 up to the rounding of the shifted logits
         # The naive loss of identical inputs is exactly 0 (the same rounding on both sides), so it
         # measures no error; an implementation that takes log(softmax) for one side and
         # log_softmax for the other rounds differently (C terms, times T^2). Its error budget is
         # that of the loss at this config (classes, T, dtype): the policy's allowance for (s, t).
-        budget = max(allowed, tolerance.allowance(zero, _naive(student, t, T), dtype=t.dtype))
+        budget = max(allowed, tolerance.allowance(zero, distillation_naive(student, t, T), dtype=t.dtype))
         if not abs(float(same) - float(zero)) <= budget:  # NaN fails too
             raise AssertionError(f"{name}: loss {float(same):.6g}, expected {float(zero):.3g} (KL of a distribution "
                                  f"with itself is 0; a soft cross-entropy -sum p_T log p_S gives the teacher's "
                                  f"entropy {float(_entropy(t, T)):.6g} instead)")
-    ref = float(_ref(s, t, T))
+    ref = float(distillation_truth(s, t, T))
     if ref > 10 * allowed and out <= allowed:
         raise AssertionError(f"loss {out:.6g} for different distributions; the reference is {ref:.6g} > 0")
 
@@ -116,10 +116,10 @@ def check_direction(target, cfg):
     s = (s.double() * 0.1).to(s.dtype)  # flat student
     T = 1.0
     out = call_loss(target, s, t, T)
-    fwd, rev = _ref(s, t, T), _ref(t, s, T)
-    if _matches(out, fwd, _naive(s, t, T), s.dtype):
+    fwd, rev = distillation_truth(s, t, T), distillation_truth(t, s, T)
+    if _matches(out, fwd, distillation_naive(s, t, T), s.dtype):
         return
-    if _matches(out, rev, _naive(t, s, T), s.dtype):
+    if _matches(out, rev, distillation_naive(t, s, T), s.dtype):
         raise AssertionError(f"loss {float(out):.6g} is KL(student || teacher) = {float(rev):.6g}; the protocol is "
                              f"KL(teacher || student) = {float(fwd):.6g} (kl_div(log_softmax(student), "
                              f"softmax(teacher)): the teacher is the target distribution)")
@@ -133,9 +133,9 @@ def check_temperature(target, cfg):
     s, t = cfg.logits(target.device)
     for T in sorted({1.0, cfg.temperature}):
         out = call_loss(target, s, t, T)
-        ref = _ref(s, t, T)
-        if T != 1.0 and not _matches(out, ref, _naive(s, t, T), s.dtype):
-            if _matches(out, ref / T ** 2, _naive(s, t, T) / T ** 2, s.dtype):
+        ref = distillation_truth(s, t, T)
+        if T != 1.0 and not _matches(out, ref, distillation_naive(s, t, T), s.dtype):
+            if _matches(out, ref / T ** 2, distillation_naive(s, t, T) / T ** 2, s.dtype):
                 raise AssertionError(f"at T={T} the loss {float(out):.6g} is KL without the T^2 factor "
                                      f"(expected {float(ref):.6g}); its gradient shrinks like 1/T^2")
             plain_teacher = distillation_math(s.cpu().double() / T, t.cpu(), 1.0) * T ** 2

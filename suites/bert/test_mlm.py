@@ -26,12 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suites.bert.configs import DELTA, NO_SHRINK, MLMConfig, hoeffding_radius, mlm_configs
-from harness.conventions import check_convention
-from harness.guard import ImplementationError
-from harness.target_ops import manual_seed
-from harness.runner import impl, record_label, run
+from suites.kit import ImplementationError, check_convention, impl, manual_seed, record_label, run
 
-FAMILY = "mlm"
+PROPERTY_PREFIX = "mlm"
 MASK = "mask_tokens"
 IGNORE = -100
 pytestmark = pytest.mark.needs(MASK)

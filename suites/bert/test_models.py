@@ -20,14 +20,11 @@ from hypothesis import example, given, settings
 from harness import guard, tolerance
 from suites.bert.configs import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
                                   hoeffding_radius, inputs_configs, model_configs, nsp_configs)
-from harness.guard import ImplementationError
-from harness.isolation import is_module
-from harness.target_ops import manual_seed
-from harness.runner import impl, on_target, record_label, run
+from suites.kit import ImplementationError, impl, is_module, manual_seed, on_target, record_label, run
 from harness.target_ops import attribute_tensor, count_parameters, seeded
 from reference.bert import CONFIGS, PARAMETERS, PUBLISHED, parameter_count
 
-FAMILY = "models"
+PROPERTY_PREFIX = "models"
 PROFILES = ("bidirectional", "causal", "concat_unidirectional")
 NSP_EXAMPLES = 3
 

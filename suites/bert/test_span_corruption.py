@@ -22,11 +22,9 @@ import torch
 from hypothesis import given, settings
 
 from suites.bert.configs import DELTA, NO_SHRINK, SpanConfig, empirical_bernstein_radius, span_configs
-from harness.guard import ImplementationError
-from harness.target_ops import manual_seed
-from harness.runner import call_each, impl, run
+from suites.kit import ImplementationError, call_each, impl, manual_seed, run
 
-FAMILY = "span_corruption"
+PROPERTY_PREFIX = "span_corruption"
 SPAN = "span_corruption"
 pytestmark = pytest.mark.needs(SPAN)
 STAT_EXAMPLES = 2

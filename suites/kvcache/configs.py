@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from harness.configs import _DTYPE, _SEED, Config, register
+from suites.strategies import DTYPE, SEED
+from harness.configs import Config, register
 from suites.regimes import GQA_HEADS
 
 
@@ -141,14 +142,14 @@ def _heads(draw, gqa: bool = True):
 
 
 @st.composite
-def decode_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
+def decode_configs(draw, dtypes=DTYPE) -> KVCacheConfig:
     """A prefill of P tokens (P = 0: none) then T - P single-token decode steps, T <= 24."""
     T = draw(st.integers(1, 24))
     P = draw(st.integers(0, T - 1))
     hq, hkv = draw(_heads())
     E = draw(_HEAD)
     return KVCacheConfig(batch=draw(st.integers(1, 2)), hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)),
-                         dtype=draw(dtypes), seed=draw(_SEED), chunks=((P,) if P else ()) + (1,) * (T - P),
+                         dtype=draw(dtypes), seed=draw(SEED), chunks=((P,) if P else ()) + (1,) * (T - P),
                          slack=draw(st.integers(0, 3)))
 
 
@@ -156,28 +157,28 @@ _CHUNKS = st.lists(st.integers(1, 12), min_size=1, max_size=5).map(tuple)
 
 
 @st.composite
-def chunk_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
+def chunk_configs(draw, dtypes=DTYPE) -> KVCacheConfig:
     """Any chunk sizes (1 ... 12 tokens each, up to 5 calls)."""
     hq, hkv = draw(_heads())
     E = draw(_HEAD)
     return KVCacheConfig(batch=draw(st.integers(1, 2)), hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)),
-                         dtype=draw(dtypes), seed=draw(_SEED), chunks=draw(_CHUNKS), slack=draw(st.integers(0, 3)))
+                         dtype=draw(dtypes), seed=draw(SEED), chunks=draw(_CHUNKS), slack=draw(st.integers(0, 3)))
 
 
 @st.composite
-def ragged_configs(draw, dtypes=_DTYPE, causal=st.just(True), min_slack: int = 0) -> KVCacheConfig:
+def ragged_configs(draw, dtypes=DTYPE, causal=st.just(True), min_slack: int = 0) -> KVCacheConfig:
     """2 ... 4 batch items whose cached lengths differ (0 ... 24), then one call of 1 ... 8 tokens."""
     B = draw(st.integers(2, 4))
     lengths = draw(st.lists(st.integers(0, 24), min_size=B, max_size=B).filter(lambda x: len(set(x)) > 1))
     hq, hkv = draw(_heads())
     E = draw(_HEAD)
     return KVCacheConfig(batch=B, hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)), dtype=draw(dtypes),
-                         seed=draw(_SEED), chunks=(draw(st.integers(1, 8)),), lengths=tuple(lengths),
+                         seed=draw(SEED), chunks=(draw(st.integers(1, 8)),), lengths=tuple(lengths),
                          slack=draw(st.integers(min_slack, min_slack + 4)), causal=draw(causal))
 
 
 @st.composite
-def window_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
+def window_configs(draw, dtypes=DTYPE) -> KVCacheConfig:
     """A window of 1 ... 12 over a rolling cache of window + 0 ... 3 slots, T up to 40 positions
     (past the cache's size, so it wraps), fed as a prefill and decode steps or in chunks."""
     w = draw(st.integers(1, 12))
@@ -190,11 +191,11 @@ def window_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
     hq, hkv = draw(_heads())
     E = draw(_HEAD)
     return KVCacheConfig(batch=draw(st.integers(1, 2)), hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)),
-                         dtype=draw(dtypes), seed=draw(_SEED), chunks=chunks, slack=draw(st.integers(0, 3)), window=w)
+                         dtype=draw(dtypes), seed=draw(SEED), chunks=chunks, slack=draw(st.integers(0, 3)), window=w)
 
 
 @st.composite
-def rotary_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
+def rotary_configs(draw, dtypes=DTYPE) -> KVCacheConfig:
     """RoPE over the first R (even, <= E) dims, either pairing; a prefill and decode steps or chunks."""
     E = draw(_EVEN_HEAD)
     R = draw(st.one_of(st.just(E), st.integers(1, E // 2).map(lambda x: 2 * x)))
@@ -203,7 +204,7 @@ def rotary_configs(draw, dtypes=_DTYPE) -> KVCacheConfig:
         _CHUNKS))
     hq, hkv = draw(_heads())
     return KVCacheConfig(batch=draw(st.integers(1, 2)), hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)),
-                         dtype=draw(dtypes), seed=draw(_SEED), chunks=chunks, slack=draw(st.integers(0, 3)),
+                         dtype=draw(dtypes), seed=draw(SEED), chunks=chunks, slack=draw(st.integers(0, 3)),
                          rotary_dim=R, interleaved=draw(st.booleans()))
 
 
@@ -215,7 +216,7 @@ _SOFTCAP = st.sampled_from([0.5, 1.0, 2.0, 5.0, 50.0])
 
 
 @st.composite
-def paged_configs(draw, dtypes=_DTYPE, causal=st.just(True), shared: bool = False, paged=st.just(True),
+def paged_configs(draw, *, dtypes=DTYPE, causal=st.just(True), shared: bool = False, paged=st.just(True),
                   softcap: bool = False, sinks: bool = False) -> KVCacheConfig:
     """1 ... 3 items with cached lengths 0 ... 40 (ragged), then 1 ... 3 calls of 1 ... 6 tokens
     each, over a paged pool (block sizes 1, 16, 256 and 2 ... 8: the last page partly filled)
@@ -231,13 +232,13 @@ def paged_configs(draw, dtypes=_DTYPE, causal=st.just(True), shared: bool = Fals
     hq, hkv = draw(_heads())
     E = draw(_HEAD)
     return KVCacheConfig(batch=B, hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)), dtype=draw(dtypes),
-                         seed=draw(_SEED), chunks=draw(_CALLS), lengths=tuple(lengths), slack=draw(st.integers(0, 3)),
+                         seed=draw(SEED), chunks=draw(_CALLS), lengths=tuple(lengths), slack=draw(st.integers(0, 3)),
                          causal=draw(causal), block_size=bs if draw(paged) else 0, spare=draw(st.integers(0, 2)),
                          shared=pages, softcap=draw(_SOFTCAP) if softcap else 0.0, sinks=sinks)
 
 
 # -- the tile-boundary regime (suites.regimes): run first as explicit examples ------------------
-def _kv(chunks, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> KVCacheConfig:
+def _kv(chunks, *, E=64, Ev=None, hq=1, hkv=1, dtype="float32", seed=90, **kw) -> KVCacheConfig:
     return KVCacheConfig(batch=kw.pop("batch", 1), hq=hq, hkv=hkv, E=E, Ev=E if Ev is None else Ev, dtype=dtype,
                          seed=seed, chunks=tuple(chunks), **kw)
 

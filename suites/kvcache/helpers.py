@@ -6,8 +6,7 @@ import torch
 
 from harness import tolerance
 from suites.kvcache.configs import KVCacheConfig
-from harness.guard import expect_tensor
-from harness.runner import impl, require_features
+from suites.kit import expect_tensor, impl, require_features
 from reference.kvcache import gather, kvcache_math, rotate, scatter
 from suites.attention.helpers import EXTREME, extreme_like
 
@@ -50,7 +49,7 @@ def seqlens(values, device) -> torch.Tensor:
     return torch.tensor(list(values), dtype=torch.int32, device=device)
 
 
-def feed(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, rotary=None) -> torch.Tensor:
+def feed(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, rotary=None) -> torch.Tensor:
     """Feed positions 0 .. T-1 of every item through the target in ``cfg.chunks`` (the caches
     start empty: ``cfg.lengths`` is not used); returns the outputs, concatenated (B, Hq, T, Ev)."""
     outs, t = [], 0
@@ -87,7 +86,7 @@ def new_tokens(cfg: KVCacheConfig, t):
     return torch.stack([t[b, :, c:c + n] for b, c in enumerate(cfg.prior)])
 
 
-def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, extent="w", table=None):
+def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, *, extent="w", table=None):
     """(truth (out, k_cache, v_cache) in float64, naive out in the input dtype) for one call
     (``table``: kc and vc are a paged pool read through it)."""
     args = [x.cpu() for x in (q, kc, vc, k, v)]
@@ -109,7 +108,7 @@ def first_difference(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in (a != b).nonzero()[0])
 
 
-def assert_cache_holds(kc, vc, k, v, slots, positions, what: str, item: int = 0) -> None:
+def assert_cache_holds(kc, vc, k, v, slots, positions, what: str, *, item: int = 0) -> None:
     """Cache slots ``slots`` hold exactly the keys/values at ``positions`` (a copy is exact);
     ``item``: the batch index of the first item passed (in messages)."""
     for name, cache, fed in (("k_cache", kc, k), ("v_cache", vc, v)):
@@ -120,7 +119,8 @@ def assert_cache_holds(kc, vc, k, v, slots, positions, what: str, item: int = 0)
                                  f"position {int(positions[i])} (the new keys/values must be written into the cache)")
 
 
-def compare(out, truth, naive, dtype, what: str) -> tolerance.Comparison:
+def assert_close(out, truth, naive, dtype, what: str) -> tolerance.Comparison:
+    """``out`` equals ``truth`` under the tolerance policy (``tolerance.assert_close``), else AssertionError."""
     return tolerance.assert_close(out, truth, naive, dtype=dtype, what=what)
 
 
@@ -166,7 +166,7 @@ def chunk_of(cfg: KVCacheConfig, x, t: int, n: int):
     return torch.stack([x[b, :, c + t:c + t + n] for b, c in enumerate(cfg.prior)])
 
 
-def feed_prior(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, table=None, sinks=None) -> torch.Tensor:
+def feed_prior(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, table=None, sinks=None) -> torch.Tensor:
     """Feed each item's positions from prior[b] on through the target in ``cfg.chunks`` (the
     caches hold the first prior[b]); returns the outputs, concatenated (B, Hq, sum(chunks), Ev)."""
     outs, t = [], 0
@@ -178,7 +178,7 @@ def feed_prior(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, table=None
     return torch.cat(outs, dim=-2)
 
 
-def truth_prior(cfg: KVCacheConfig, q, k, v, k_cache, v_cache, table=None, sinks=None):
+def truth_prior(cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, table=None, sinks=None):
     """The float64 reference fed as ``feed_prior`` feeds the target, on CPU copies of the caches
     (linear, or paged with ``table``): (truth out, naive out in the input dtype, k_cache and
     v_cache after the calls)."""

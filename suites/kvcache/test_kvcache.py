@@ -17,15 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from suites.kvcache import configs as kvc
-from harness.conventions import KNOWN, check_convention
+from suites.kit import KNOWN, check_convention, record_label, run
 from suites.regimes import covering
-from harness.runner import record_label, run
 from reference.attention import attention_math
 from reference.sliding_window import sliding_window_math
 from suites.kvcache import helpers as kv
 from suites.attention.helpers import naive, truth
 
-FAMILY = "kvcache"
+PROPERTY_PREFIX = "kvcache"
 pytestmark = pytest.mark.needs(kv.KV)
 
 
@@ -39,7 +38,7 @@ def _fed_in_order(target, cfg):
     kv.assert_cache_holds(kc, vc, k, v, torch.arange(T), torch.arange(T), f"after the calls {cfg.chunks}")
     if not (torch.equal(kc[:, :, T:], before_k[:, :, T:]) and torch.equal(vc[:, :, T:], before_v[:, :, T:])):
         raise AssertionError(f"after the calls {cfg.chunks} the cache changed past the {T} positions fed")
-    kv.compare(out, truth(q, k, v, is_causal=True), naive(q, k, v, is_causal=True), q.dtype,
+    kv.assert_close(out, truth(q, k, v, is_causal=True), naive(q, k, v, is_causal=True), q.dtype,
                f"the outputs of the calls {cfg.chunks}, concatenated, against one causal call over all {T} positions")
 
 
@@ -82,7 +81,7 @@ def check_ragged_lengths(target, cfg):
     cache reference)."""
     out, ref, nai, dtype, check_caches = _one_call(target, cfg, poison=False)
     check_caches()
-    kv.compare(out, ref, nai, dtype, f"cache_seqlens {list(cfg.prior)}, {cfg.chunks[0]} new token(s)")
+    kv.assert_close(out, ref, nai, dtype, f"cache_seqlens {list(cfg.prior)}, {cfg.chunks[0]} new token(s)")
 
 
 def check_unfilled_slots(target, cfg):
@@ -91,7 +90,7 @@ def check_unfilled_slots(target, cfg):
     (causal or not), and nothing is written past cache_seqlens[b] + Lnew."""
     out, ref, nai, dtype, check_caches = _one_call(target, cfg, poison=True)
     try:
-        kv.compare(out, ref, nai, dtype, "output")
+        kv.assert_close(out, ref, nai, dtype, "output")
     except AssertionError as exc:
         raise AssertionError(f"slots past cache_seqlens {list(cfg.prior)} (+ {cfg.chunks[0]} new) hold +-1e4, "
                              f"and they changed the output (causal={cfg.causal}): {exc}") from None
@@ -120,7 +119,7 @@ def check_rolling_window(target, cfg):
     def against(extent):
         ref = sliding_window_math(q.cpu(), ke, ve, cfg.window, extent=extent)
         nai = sliding_window_math(q.cpu(), ke, ve, cfg.window, extent=extent, compute_dtype=q.dtype)
-        kv.compare(out, ref, nai, q.dtype, f"{what}: against full sliding-window attention ({extent})")
+        kv.assert_close(out, ref, nai, q.dtype, f"{what}: against full sliding-window attention ({extent})")
     try:
         against(declared)
     except AssertionError as exc:
@@ -147,10 +146,10 @@ def check_rotary(target, cfg):
     T, dt = cfg.total, q.dtype
     what = f"rotary_dim {cfg.rotary_dim} ({'interleaved' if cfg.interleaved else 'rotate-half'}), calls {cfg.chunks}"
     k64, kdt = kv.rotated(cfg, k, tables), kv.rotated(cfg, k, tables, dt)
-    kv.compare(kc[:, :, :T], k64, kdt, dt, f"{what}: cached keys against the keys rotated at their positions")
+    kv.assert_close(kc[:, :, :T], k64, kdt, dt, f"{what}: cached keys against the keys rotated at their positions")
     q64, qdt = kv.rotated(cfg, q, tables), kv.rotated(cfg, q, tables, dt)
     ref = attention_math(q64, k64, v.cpu(), is_causal=True, enable_gqa=cfg.hq != cfg.hkv)
-    kv.compare(out, ref, naive(qdt, kdt, v, is_causal=True), dt,
+    kv.assert_close(out, ref, naive(qdt, kdt, v, is_causal=True), dt,
                f"{what}: against one causal call on q and k rotated at their positions")
 
 

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from suites.regimes import covering
-from harness.runner import run
+from suites.kit import run
 from suites.kvcache import configs as kvc
 from suites.kvcache import helpers as kv
 
-FAMILY = "kvcache"
+PROPERTY_PREFIX = "kvcache"
 pytestmark = pytest.mark.needs(kv.KV)
 
 #: half the loaded profile's examples, at least 10 (each example is several calls over a pool;
@@ -72,7 +72,7 @@ def _against_linear(target, cfg, poison: bool):
     sinks = cfg.sink_logits(target.device)
     ref, nai, ref_k, ref_v = kv.truth_prior(cfg, q, k, v, kv.logical(kc, table, cfg), kv.logical(vc, table, cfg),
                                             sinks=sinks)
-    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table, sinks)
+    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table=table, sinks=sinks)
     return q, out, ref, nai, (kc, vc, ref_k, ref_v, table)
 
 
@@ -93,7 +93,7 @@ def check_paged_agreement(target, cfg):
     logical cache (read through its table row) equals the linear one's."""
     q, out, ref, nai, after = _against_linear(target, cfg, poison=False)
     what = kv.describe_paged(cfg)
-    kv.compare(out, ref, nai, q.dtype, f"{what}: the outputs (the truth: a linear cache with the same logical "
+    kv.assert_close(out, ref, nai, q.dtype, f"{what}: the outputs (the truth: a linear cache with the same logical "
                                        f"contents)")
     _assert_logical(cfg, after, what)
 
@@ -104,7 +104,7 @@ def check_paged_unfilled_slots(target, cfg):
     causal or not."""
     q, out, ref, nai, after = _against_linear(target, cfg, poison=True)
     try:
-        kv.compare(out, ref, nai, q.dtype, "output")
+        kv.assert_close(out, ref, nai, q.dtype, "output")
     except AssertionError as exc:
         raise AssertionError(f"{kv.describe_paged(cfg)}: the slots past each item's filled positions (its last "
                              f"page partly filled) and the pages no item has reached hold +-1e4, and they changed "
@@ -119,7 +119,7 @@ def check_paged_writes(target, cfg):
     q, k, v, table, kc, vc = _setup(target, cfg)
     before_k, before_v = kc.clone(), vc.clone()
     _, _, want_k, want_v = kv.truth_prior(cfg, q, k, v, kc, vc, table=table)
-    kv.feed_prior(target, cfg, q, k, v, kc, vc, table)
+    kv.feed_prior(target, cfg, q, k, v, kc, vc, table=table)
     what = f"after the calls ({kv.describe_paged(cfg)})"
     _assert_pool(cfg, table, kc, want_k, before_k, "k_cache", what)
     _assert_pool(cfg, table, vc, want_v, before_v, "v_cache", what)
@@ -135,8 +135,8 @@ def check_paged_layout_invisible(target, cfg):
     kc_p, vc_p = torch.empty_like(kc), torch.empty_like(vc)
     kc_p[perm], vc_p[perm] = kc, vc
     ref, nai, _, _ = kv.truth_prior(cfg, q, k, v, kv.logical(kc, table, cfg), kv.logical(vc, table, cfg))
-    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table)
-    out_p = kv.feed_prior(target, cfg, q, k, v, kc_p, vc_p, table_p)
+    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table=table)
+    out_p = kv.feed_prior(target, cfg, q, k, v, kc_p, vc_p, table=table_p)
     what = f"{kv.describe_paged(cfg)}, pages in order and permuted"
     allowed = 2 * tolerance.allowance(ref, nai, dtype=q.dtype)
     diff = (out.cpu().double() - out_p.cpu().double()).abs().nan_to_num(float("inf"))
@@ -158,7 +158,7 @@ def check_paged_shared_prefix(target, cfg):
     shared = table[0, :cfg.shared].long()
     before_k, before_v = kc[shared].clone(), vc[shared].clone()
     ref, nai, _, _ = kv.truth_prior(cfg, q, k, v, kv.logical(kc, table, cfg), kv.logical(vc, table, cfg))
-    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table)
+    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table=table)
     what = f"{kv.describe_paged(cfg)}, items 0 and 1 sharing their first {cfg.shared} page(s) (blocks " \
            f"{shared.tolist()})"
     for name, cache, before in (("k_cache", kc, before_k), ("v_cache", vc, before_v)):
@@ -168,7 +168,7 @@ def check_paged_shared_prefix(target, cfg):
                                  f"position {j * cfg.block_size + slot}) was written; both items are cached past it, "
                                  f"so no call may write it")
     for b in range(cfg.batch):
-        kv.compare(out[b:b + 1], ref[b:b + 1], nai[b:b + 1], q.dtype, f"{what}: item {b}'s outputs")
+        kv.assert_close(out[b:b + 1], ref[b:b + 1], nai[b:b + 1], q.dtype, f"{what}: item {b}'s outputs")
 
 
 def _options_check(target, cfg, option: str):
@@ -183,10 +183,10 @@ def _options_check(target, cfg, option: str):
         kc, vc = kv.prefilled(cfg, k, v, target.device)
         lin_k, lin_v = kc, vc
     ref, nai, _, _ = kv.truth_prior(cfg, q, k, v, lin_k, lin_v, sinks=sinks)
-    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table, sinks)
+    out = kv.feed_prior(target, cfg, q, k, v, kc, vc, table=table, sinks=sinks)
     cache = kv.describe_paged(cfg) if cfg.block_size else f"linear cache, cache_seqlens {list(cfg.prior)}, " \
                                                           f"calls {cfg.chunks}"
-    kv.compare(out, ref, nai, q.dtype, f"{option}, {cache}, causal={cfg.causal}: the outputs")
+    kv.assert_close(out, ref, nai, q.dtype, f"{option}, {cache}, causal={cfg.causal}: the outputs")
 
 
 def check_softcap(target, cfg):

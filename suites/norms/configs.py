@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from harness.configs import _DTYPE, _SEED, Config, register
+from suites.strategies import DTYPE, SEED
+from harness.configs import Config, register
 
 HALF_NAMES = ("float16", "bfloat16")
 
@@ -86,13 +87,13 @@ EPS = st.sampled_from([1e-5, 1e-6, 1e-3, 0.1, 0.5])
 
 
 @st.composite
-def norm_configs(draw, dtypes=_DTYPE, min_tokens: int = 1, min_features: int = 1,
+def norm_configs(draw, *, dtypes=DTYPE, min_tokens: int = 1, min_features: int = 1,
                  max_ns_dims: int = 2, affine=st.booleans(), eps=EPS) -> NormConfig:
     shapes = [s for s in NORMALIZED_SHAPES if len(s) <= max_ns_dims and math.prod(s) >= min_features]
     leads = [s for s in LEADS if math.prod(s) >= min_tokens]
     return NormConfig(lead=draw(st.sampled_from(leads)), normalized_shape=draw(st.sampled_from(shapes)),
                       dtype=draw(dtypes), eps=draw(eps), affine=draw(affine),
-                      log2_scale=draw(st.integers(-3, 3)), seed=draw(_SEED))
+                      log2_scale=draw(st.integers(-3, 3)), seed=draw(SEED))
 
 
 def half_dtypes():

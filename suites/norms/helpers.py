@@ -10,18 +10,16 @@ from torch import nn
 
 from harness import guard, tolerance
 from suites.norms.configs import NormConfig
-from harness.guard import ImplementationError, expect_tensor
-from harness.isolation import is_module
-from harness.runner import impl, on_target, require_features
+from suites.kit import ImplementationError, expect_tensor, impl, is_module, on_target, require_features
 from harness.target_ops import assign_parameters, under_autocast
 from reference.layernorm import layer_norm_math
-from suites._magnitudes import layer_norm_terms
+from suites.magnitudes import layer_norm_terms
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
-def build(target, name: str, cfg: NormConfig, eps, affine: bool = True, shape=None,
+def build(target, name: str, cfg: NormConfig, eps, *, affine: bool = True, shape=None,
           dtype: torch.dtype | None = None, **params: torch.Tensor) -> nn.Module:
     """``name(shape, eps=eps, elementwise_affine=affine)`` as torch.nn is constructed, moved to the
     config's dtype and the target's device as a model would be, then the given parameters
@@ -64,7 +62,7 @@ def truth(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor:
 
 
 def terms(math: Callable, x: torch.Tensor, **kw) -> torch.Tensor | None:
-    """The running-error magnitude of math(x) (``suites._magnitudes``): LayerNorm's x - mean
+    """The running-error magnitude of math(x) (``suites.magnitudes``): LayerNorm's x - mean
     cancels (one normalized element, constant rows); RMSNorm subtracts nothing (None)."""
     return layer_norm_terms(x, **kw) if math is layer_norm_math else None
 

@@ -18,14 +18,13 @@ from hypothesis import given
 from suites import regimes
 from suites.regimes import covering
 from harness import tolerance
-from harness.configs import autocast_dtypes
+from suites.kit import autocast_dtypes, run
 from suites.norms.configs import half_dtypes, norm_configs
-from harness.runner import run
 from reference.layernorm import layer_norm_math
 from suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive, token_stats,
                            truth, unchanged)
 
-FAMILY = "layernorm"
+PROPERTY_PREFIX = "layernorm"
 pytestmark = pytest.mark.needs(LN)
 
 

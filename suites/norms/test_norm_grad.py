@@ -9,7 +9,7 @@ The target's module is built like torch.nn (``suites.norms.helpers.build``), ran
 written into it, and its forward and backward run in its worker with a random upstream gradient
 g; every gradient is compared with float64 autograd of ``reference.layernorm`` /
 ``reference.rmsnorm`` under the policy (``K_GRAD`` x autograd of the same math in the input
-dtype + floor + C_TERMS u x the running-error magnitudes of ``suites._magnitudes``: x - mean,
+dtype + floor + C_TERMS u x the running-error magnitudes of ``suites.magnitudes``: x - mean,
 gw - mean(gw) and the RMS term cancel, e.g. to exactly 0 for one normalized element). eps is
 always passed explicitly, so the rmsnorm_eps convention does not enter.
 
@@ -32,20 +32,18 @@ from hypothesis import strategies as st
 from harness import guard, module_tensors, tolerance
 from suites import regimes
 from suites.norms.configs import NormConfig, norm_configs
-from harness.guard import ImplementationError
-from harness.isolation import is_module
+from suites.kit import ImplementationError, impl, is_module, on_target, run
 from suites.regimes import covering
-from harness.runner import impl, on_target, run
 from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
-from suites._magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
+from suites.magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
 from reference.rmsnorm import rms_norm_math
-from suites._grad import (GRADCHECK, assert_grads, autograd_of, gradcheck_options, skip_unless_float64, target_grads,
-                          upstream)
+from suites.gradients import (GRADCHECK, assert_grads, autograd_of, gradcheck_options, skip_unless_float64, target_grads,
+                              upstream)
 from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
-from suites.norms.test_rmsnorm import _rms
+from suites.norms.test_rmsnorm import build_rms
 
-FAMILY = "norm_grad"
+PROPERTY_PREFIX = "norm_grad"
 pytestmark = pytest.mark.uses("backward")
 
 
@@ -107,7 +105,7 @@ def check_layernorm(target, cfg):
     """LayerNorm's dx, dweight and dbias equal float64 autograd of the reference math."""
     grads, truth, naive, x, terms = _ln(target, cfg)
     assert_grads(("dx", "dweight", "dbias"), grads, truth, naive, x.dtype,
-                 f"of LayerNorm({cfg.normalized_shape}, eps={cfg.eps})", terms)
+                 f"of LayerNorm({cfg.normalized_shape}, eps={cfg.eps})", terms=terms)
 
 
 def check_shift_invariance(target, cfg):
@@ -138,13 +136,13 @@ def check_rmsnorm(target, cfg):
     """RMSNorm's dx and dweight equal float64 autograd of the reference math (the rms depends on x)."""
     x = cfg.x(target.device)
     g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
-    mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
+    mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
     grads = module_grads(target, mod, RMS, cfg, x, g, ("weight",) if cfg.affine else ())
     truth, naive = truth_and_naive(lambda x, w=None, **kw: rms_norm_math(x, cfg.normalized_shape, w, cfg.eps, **kw),
                                    x, g, [] if gamma is None else [gamma])
     terms = rms_norm_grad_terms(x, g, cfg.normalized_shape, gamma, cfg.eps)
     assert_grads(("dx", "dweight"), grads, truth, naive, x.dtype, f"of RMSNorm({cfg.normalized_shape}, eps={cfg.eps})",
-                 terms)
+                 terms=terms)
 
 
 #: the residual block's input std: eps (<= 1e-5) / var < 1e-8, below the float32 floor
@@ -228,7 +226,7 @@ def check_gradcheck(target, cfg):
         params = {"weight": w, "bias": b} if cfg.affine else {}
         mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **params)
     else:
-        mod, gamma = _rms(target, cfg, cfg.eps, w)
+        mod, gamma = build_rms(target, cfg, cfg.eps, w)
         params = {"weight": gamma} if cfg.affine else {}
     g = upstream(cfg.shape, cfg.torch_dtype, cfg.generator(salt=9), target.device)
     module_grads(target, mod, name, cfg, x, g, tuple(params))  # a target without a backward is unsupported

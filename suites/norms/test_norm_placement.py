@@ -20,13 +20,10 @@ from torch import nn
 
 from harness import guard, tolerance
 from suites.norms.configs import norm_configs, wide_dtypes
-from harness.conventions import check_convention
-from harness.guard import ImplementationError
-from harness.isolation import is_module
-from harness.runner import impl, on_target, record_label, run
+from suites.kit import ImplementationError, check_convention, impl, is_module, on_target, record_label, run
 from suites.norms.helpers import BLOCK, forward, token_stats
 
-FAMILY = "norm_placement"
+PROPERTY_PREFIX = "norm_placement"
 pytestmark = pytest.mark.needs(BLOCK)
 STD, OFFSET = 1e4, 3e3  # far from normalized: eps (<= 1e-5) / var < 1e-13, below every floor
 

@@ -19,15 +19,13 @@ from hypothesis import given
 
 from suites import regimes
 from suites.regimes import covering
-from harness.configs import autocast_dtypes
+from suites.kit import KNOWN, autocast_dtypes, check_convention, record_label, run
 from suites.norms.configs import half_dtypes, norm_configs
-from harness.conventions import KNOWN, check_convention
-from harness.runner import record_label, run
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import default_eps, rms_norm_math
 from suites.norms.helpers import RMS, agree, autocast_agree, build, check_token_dims, forward, matches, unchanged
 
-FAMILY = "rmsnorm"
+PROPERTY_PREFIX = "rmsnorm"
 pytestmark = pytest.mark.needs(RMS)
 #: fixed defaults in the wild: Llama, T5, Gemma (1e-6), Mistral configs (1e-5)
 FIXED_EPS = (1e-6, 1e-5)
@@ -37,7 +35,7 @@ def _declared(target, key: str) -> str:
     return target.conventions.get(key, KNOWN[key].default)
 
 
-def _rms(target, cfg, eps, gamma=None, affine=None, **kw):
+def build_rms(target, cfg, eps, gamma=None, affine=None, **kw):
     """The target's RMSNorm with effective scale ``gamma`` (float64, *normalized_shape; default 1),
     written as the declared ``rmsnorm_scale`` says: weight = gamma, or weight = gamma - 1 (Gemma).
     Returns (module, effective gamma after rounding to the dtype, or None without affine)."""
@@ -64,7 +62,7 @@ def check_autocast(target, cfg):
     output keeps the precision autocast keeps for norms (float32 output: the float32 tolerance; a mean
     square formed by a row-wise matmul or einsum is autocast to half precision and off by ~2^-9)."""
     x = cfg.x(target.device, std=_std(cfg)).float()
-    mod, gamma = _rms(target, cfg, cfg.eps, dtype=torch.float32)
+    mod, gamma = build_rms(target, cfg, cfg.eps, dtype=torch.float32)
     autocast_agree(target, RMS, mod, x, cfg.dtype, rms_norm_math, normalized_shape=cfg.normalized_shape,
                    weight=gamma, eps=cfg.eps)
 
@@ -74,7 +72,7 @@ def check_scale_invariance(target, cfg):
     x = cfg.x(target.device, std=_std(cfg))
     a = cfg.uniform(0.25, 4.0, salt=3)
     x2 = (x.double() * a).to(x.dtype)
-    mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
+    mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
     unchanged(forward(target, mod, RMS, x2), forward(target, mod, RMS, x), x2, x, rms_norm_math,
               f"RMSNorm({a:.4g} x) vs RMSNorm(x)", normalized_shape=cfg.normalized_shape,
               weight=gamma, eps=cfg.eps)
@@ -87,7 +85,7 @@ def check_no_mean_subtraction(target, cfg):
     x = cfg.x(target.device, std=std)
     c = cfg.uniform(1.0, 3.0, salt=3) * std * (1 if cfg.seed % 2 else -1)
     x2 = (x.double() + c).to(x.dtype)
-    mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
+    mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
     out2 = forward(target, mod, RMS, x2)
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
     if not matches(out2, x2, rms_norm_math, weight=gamma, **kw):
@@ -107,7 +105,7 @@ def measure_eps(target, cfg) -> tuple[str | None, str]:
     z = torch.randn(cfg.shape, generator=cfg.generator(salt=8), dtype=torch.float64)
     z = z / z.reshape(cfg.tokens, -1).pow(2).mean(-1).sqrt().reshape(*cfg.lead, *[1] * len(cfg.normalized_shape))
     x = (z * math.sqrt(ms)).to(dt).to(target.device)
-    mod, gamma = _rms(target, cfg, None)
+    mod, gamma = build_rms(target, cfg, None)
     out = forward(target, mod, RMS, x)
     kw = dict(normalized_shape=cfg.normalized_shape, weight=gamma, wide=True)
     found = [("finfo", e) for e in finfo if matches(out, x, rms_norm_math, eps=e, **kw)]
@@ -130,7 +128,7 @@ def check_eps(target, cfg):
     label = check_convention("rmsnorm_eps", measured, target.conventions, evidence)
     u = cfg.uniform(0.25, 4.0, salt=3)
     x = cfg.x(target.device, std=math.sqrt(cfg.eps * u))
-    mod, gamma = _rms(target, cfg, cfg.eps)
+    mod, gamma = build_rms(target, cfg, cfg.eps)
     agree(forward(target, mod, RMS, x), x, rms_norm_math, f"with eps={cfg.eps:g} and a mean square about eps",
           wide=True, normalized_shape=cfg.normalized_shape, weight=gamma, eps=cfg.eps)
     record_label(target, label)
@@ -166,7 +164,7 @@ def check_large_values(target, cfg):
     mag = 300.0 * torch.exp(torch.rand(cfg.shape, generator=g, dtype=torch.float64) * math.log(60.0))
     sign = torch.randint(0, 2, cfg.shape, generator=g).double() * 2 - 1
     x = (sign * mag).to(cfg.torch_dtype).to(target.device)
-    mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
+    mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
     agree(forward(target, mod, RMS, x), x, rms_norm_math, f"{cfg.dtype} inputs with |x| >= 300 (vs float32 math)",
           wide=True, normalized_shape=cfg.normalized_shape, weight=gamma, eps=cfg.eps)
 
@@ -174,7 +172,7 @@ def check_large_values(target, cfg):
 def check_normalized_dims(target, cfg):
     """The mean square is over the trailing normalized_shape only: another token's values change
     nothing here, and every element of the token takes part."""
-    mod, gamma = _rms(target, cfg, cfg.eps, cfg.params()[0])
+    mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
     check_token_dims(target, RMS, cfg, mod, rms_norm_math, normalized_shape=cfg.normalized_shape,
                      weight=gamma, eps=cfg.eps)
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from harness.configs import _DTYPE, _SEED, DTYPES, Config, register
+from suites.strategies import DTYPE, SEED
+from harness.configs import DTYPES, Config, register
 
 #: RoPE position limit of the long-context property ("64k")
 LONG_CONTEXT = 65536
@@ -131,17 +132,17 @@ class T5BucketConfig(Config):
 
 #: even head dims from 4: one pair (D = 2) is no RoPE anyone uses, both layouts coincide there,
 #: and x-transformers' RotaryEmbedding divides by D - 2
-_EVEN_DIM = st.one_of(st.integers(2, 8).map(lambda n: 2 * n), st.sampled_from([16, 32, 64, 128]))
+EVEN_DIM = st.one_of(st.integers(2, 8).map(lambda n: 2 * n), st.sampled_from([16, 32, 64, 128]))
 _SIN_DIM = st.one_of(st.integers(1, 8).map(lambda n: 2 * n), st.sampled_from([16, 32, 64, 128]))
 _SEQ = st.one_of(st.integers(1, 24), st.sampled_from([31, 40]))
 #: 10^4 (the paper), 5*10^5 (Llama 3), 10^6, small bases with fast-turning pairs, arbitrary floats
-_BASE = st.one_of(st.sampled_from([10000.0, 500000.0, 1e6, 100.0, 10.0]), st.floats(2.0, 1e6))
+BASE = st.one_of(st.sampled_from([10000.0, 500000.0, 1e6, 100.0, 10.0]), st.floats(2.0, 1e6))
 _OFFSET = st.one_of(st.just(0), st.integers(1, 5000), st.integers(10_000, 60_000))
 _SPREAD = st.sampled_from([0, 8, 100, 4096])
 
 
 @st.composite
-def rope_configs(draw, dtypes=_DTYPE, long_context: bool = False) -> RopeConfig:
+def rope_configs(draw, dtypes=DTYPE, long_context: bool = False) -> RopeConfig:
     """Ordinary configs: offsets 0 .. 60000, shifts 0 .. 60000 (>= 10^4 often).
     ``long_context``: every position within the last 8192 below 65536."""
     L, spread = draw(_SEQ), draw(_SPREAD)
@@ -150,9 +151,9 @@ def rope_configs(draw, dtypes=_DTYPE, long_context: bool = False) -> RopeConfig:
         offset = top - draw(st.one_of(st.just(0), st.integers(0, 8192 - max(L, spread))))
     else:
         offset = draw(_OFFSET)
-    return RopeConfig(batch=draw(st.integers(1, 3)), heads=draw(st.integers(1, 3)), L=L, D=draw(_EVEN_DIM),
-                      dtype=draw(dtypes), base=draw(_BASE), offset=offset, spread=spread,
-                      per_batch=draw(st.booleans()), shift=draw(_OFFSET), seed=draw(_SEED))
+    return RopeConfig(batch=draw(st.integers(1, 3)), heads=draw(st.integers(1, 3)), L=L, D=draw(EVEN_DIM),
+                      dtype=draw(dtypes), base=draw(BASE), offset=offset, spread=spread,
+                      per_batch=draw(st.booleans()), shift=draw(_OFFSET), seed=draw(SEED))
 
 
 #: the bound decays over r < 4096 by >= 4 % per 4x window for every even D >= 32 and these
@@ -161,7 +162,7 @@ DECAY_BASES = (1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6)
 
 
 @st.composite
-def rope_decay_configs(draw, dtypes=_DTYPE) -> RopeDecayConfig:
+def rope_decay_configs(draw, dtypes=DTYPE) -> RopeDecayConfig:
     D = draw(st.one_of(st.sampled_from([32, 64, 128]), st.integers(16, 64).map(lambda n: 2 * n)))
     return RopeDecayConfig(D=D, base=draw(st.sampled_from(DECAY_BASES)), dtype=draw(dtypes))
 
@@ -177,7 +178,7 @@ def sinusoidal_configs(draw) -> SinusoidalConfig:
 def learned_configs(draw) -> LearnedConfig:
     return LearnedConfig(max_positions=draw(st.one_of(st.integers(1, 40), st.sampled_from([512, 1024]))),
                          dim=draw(st.integers(1, 16)), batch=draw(st.integers(1, 3)), L=draw(_SEQ),
-                         per_batch=draw(st.booleans()), seed=draw(_SEED))
+                         per_batch=draw(st.booleans()), seed=draw(SEED))
 
 
 #: the head counts the ALiBi paper's get_slopes is checked for (non-powers of two interleave)
@@ -210,7 +211,7 @@ def t5_bucket_configs(draw, bidirectional=st.booleans()) -> T5BucketConfig:
     md = draw(st.sampled_from([d for d in T5_MAX_DISTANCE if d > nb // 2]))
     return T5BucketConfig(num_buckets=nb, max_distance=md, bidirectional=draw(bidirectional),
                           Lq=draw(_SEQ), Lk=draw(_SEQ), query_offset=draw(st.integers(0, 300)),
-                          seed=draw(_SEED))
+                          seed=draw(SEED))
 
 
 @register
@@ -252,7 +253,7 @@ def t5_bias_configs(draw, distinct_lengths: bool = False, square: bool = False, 
     else:
         Lq = draw(st.integers(1, Lk))
     return T5BiasConfig(heads=draw(st.integers(min_heads, 12)), num_buckets=nb, max_distance=md,
-                        bidirectional=draw(st.booleans()), Lq=Lq, Lk=Lk, seed=draw(_SEED))
+                        bidirectional=draw(st.booleans()), Lq=Lq, Lk=Lk, seed=draw(SEED))
 
 
 # ---- the stateful rotary module: a module built once, then a sequence of calls --------------------

@@ -8,9 +8,7 @@ import torch
 from harness import tolerance
 from harness.configs import DTYPES
 from suites.positions.configs import RopeConfig
-from harness.guard import ImplementationError, expect_tensor
-from harness.runner import PropertyFailure, impl, property_name, repro_command, run
-from harness.target_ops import manual_seed
+from suites.kit import ImplementationError, expect_tensor, impl
 from reference.rope import LAYOUTS, pair_indices, rope_math
 
 ROPE = "apply_rotary_embedding"
@@ -120,26 +118,3 @@ def module_devices(target) -> list[str]:
     is another one (``--device cuda``): a module on an accelerator is also moved to the CPU and
     back; one under test on the CPU stays there (it may be a CPU-only kernel)."""
     return [target.device] + (["cpu"] if torch.device(target.device).type != "cpu" else [])
-
-
-def seed_sequence(target, seed: int) -> None:
-    """Seed a call sequence as ``runner.run`` seeds a check (its replay is seeded alike): here and,
-    for an isolated target, in its worker before the next call."""
-    manual_seed(seed)
-    target.backend.seed_next(seed)
-
-
-def guarded_step(target, check, cfg, fn):
-    """``fn()`` (one step of a state machine over call sequences); on a failure the sequence so far
-    (``cfg``) is replayed on a fresh instance by the repro's own path (``run``), whose failure is the
-    one reported (a PropertyFailure with the repro line)."""
-    __tracebackhide__ = True
-    try:
-        return fn()
-    except AssertionError as exc:
-        failure = exc
-    run(target, check, cfg)  # raises PropertyFailure when the sequence replays
-    raise PropertyFailure(property_name(check), "property violated", target.spec,
-                          f"{str(failure).strip()}\n  (replayed on a fresh instance the sequence passed: "
-                          f"the result depends on more than these calls)", str(cfg),
-                          repro_command(target, check, cfg)) from None

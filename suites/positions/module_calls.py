@@ -1,5 +1,5 @@
 """Cached bias modules called again and again: the state machine that ``test_alibi_module`` and
-``test_t5_bias_module`` share.
+``test_t5_bias_module`` share (on the engine of every stateful module, ``suites/stateful.py``).
 
     Module(...)                      built ONCE, in the target's worker (``Spec.build``), and kept
     forward(query_len, key_len)      (H, Lq, Lk): the last Lq queries over Lk keys
@@ -24,29 +24,19 @@ from typing import Any, Callable
 import torch
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
 from harness import guard, module_tensors
-from harness.configs import _SEED
-from harness.guard import ImplementationError
+from suites import stateful
+from suites.kit import SEED, ImplementationError, on_target
 from harness.interpret import machine_examples
-from harness.isolation import is_module
-from harness.runner import impl, on_target, within_declarations
 from suites.positions.configs import MAX_KEYS, BiasCallsConfig
-from suites.positions.helpers import expect_floating, guarded_step, module_devices, seed_sequence
+from suites.positions.helpers import expect_floating, module_devices
+from suites.stateful import CallsMachine, Verdict
 
 #: calls per sequence; with the profile's examples (30 in CI) every planted cache bug is found
 #: (tests/test_planted_bias_modules.py) and a failing sequence shrinks to two or three calls
 STEPS = 12
-
-@dataclass(frozen=True)
-class Verdict:
-    ok: bool
-    text: str = ""
-
-    def describe(self) -> str:
-        return self.text
-
 
 @dataclass(frozen=True)
 class Spec:
@@ -65,85 +55,56 @@ class Spec:
     learned: bool = False
 
 
-class Session:
-    """One instance of the target's module and the calls made on it so far (``cfg.calls``)."""
+class BiasModule(stateful.Module):
+    """A cached bias module for the engine: calls ``(Lq, Lk, device, table version)``."""
 
-    def __init__(self, target, spec: Spec, cfg: BiasCallsConfig):
-        self.target, self.spec, self.cfg = target, spec, cfg
-        self.device = cfg.calls[0][2] if cfg.calls else target.device
-        self.version = 0
-        self.module = self.fresh(self.device, 0)
+    stale = "a cached bias sliced from the wrong end, or kept after the table changed?"
+    initial = 0
 
-    def fresh(self, device: str, version: int):
-        """A new instance on ``device`` holding table ``version``."""
-        mod = self.spec.build(impl(self.target, self.spec.name), self.cfg)
-        if not is_module(mod):
-            raise ImplementationError(f"{self.spec.name}(...) returned {type(mod).__name__}, expected an nn.Module")
-        mod = self.move(mod, device)
-        if self.spec.learned:
-            self.write_table(mod, version)
-        return mod
+    def __init__(self, spec: Spec):
+        self.spec, self.name = spec, spec.name
 
-    def move(self, mod, device: str):
-        moved = guard.call(self.target.limit, mod.to, f"{self.spec.name}.to", device=device)
-        return moved if is_module(moved) else mod
+    def construct(self, cls, cfg):
+        return self.spec.build(cls, cfg)
 
-    def write_table(self, mod, version: int) -> None:
-        # the learned table (T5RelativePositionBias): where module_tensors reads it
-        on_target(self.target, module_tensors.write, mod, self.spec.name, "table", self.cfg.table(version))
+    def device_of(self, call) -> str:
+        return call[2]
 
-    def forward(self, mod, Lq: int, Lk: int, device: str) -> tuple[torch.Tensor, torch.dtype]:
-        out = guard.call(self.target.limit, mod, f"{self.spec.name}.forward", Lq, Lk)
-        got = expect_floating(out, f"{self.spec.name}.forward", (self.cfg.heads, Lq, Lk))
+    def state_of(self, call) -> int:
+        return call[3]
+
+    def set_state(self, target, mod, cfg, state) -> None:
+        if self.spec.learned:  # the learned table (T5RelativePositionBias): where module_tensors reads it
+            on_target(target, module_tensors.write, mod, self.name, "table", cfg.table(state))
+
+    def forward(self, target, mod, cfg, index: int) -> tuple[torch.Tensor, torch.dtype]:
+        Lq, Lk, device, _ = cfg.calls[index]
+        out = guard.call(target.limit, mod, f"{self.name}.forward", Lq, Lk)
+        got = expect_floating(out, f"{self.name}.forward", (cfg.heads, Lq, Lk))
         if out.device.type != torch.device(device).type:
-            raise ImplementationError(f"{self.spec.name}.forward returned a tensor on {out.device}, "
+            raise ImplementationError(f"{self.name}.forward returned a tensor on {out.device}, "
                                       f"the module is on {device}")
         return got.double(), got.dtype
 
-    def judge(self, out: tuple[torch.Tensor, torch.dtype], index: int) -> Verdict:
-        Lq, Lk, _, version = self.cfg.calls[index]
-        return self.spec.judge(*out, self.cfg, Lq, Lk, self.cfg.table(version) if self.spec.learned else None)
+    def judge(self, out: tuple[torch.Tensor, torch.dtype], cfg, index: int) -> Verdict:
+        Lq, Lk, _, version = cfg.calls[index]
+        return self.spec.judge(*out, cfg, Lq, Lk, cfg.table(version) if self.spec.learned else None)
 
-    def step(self, index: int) -> None:
-        """Make call ``index`` of ``cfg.calls`` on this instance and check it."""
-        Lq, Lk, device, version = self.cfg.calls[index]
-        if device != self.device:
-            self.module, self.device = self.move(self.module, device), device
-        if version != self.version:
-            self.write_table(self.module, version)
-            self.version = version
-        try:
-            out = self.forward(self.module, Lq, Lk, device)
-        except ImplementationError as exc:  # raised, or returned the wrong thing: say which call
-            raise ImplementationError(f"{self.cfg.describe(index, self.spec.name)}: {exc}\n  the calls before "
-                                      f"it on the same instance: {self.before(index)}") from exc.__cause__
-        verdict = self.judge(out, index)
-        if not verdict.ok:
-            raise AssertionError(self.explain(index, verdict))
+    def describe(self, cfg, index: int) -> str:
+        return cfg.describe(index, self.name)
 
-    def before(self, index: int) -> str:
-        calls = self.cfg.calls[:index]
-        return "; ".join(f"({c[0]}, {c[1]}) on {c[2]}" + (f", table {c[3]}" if c[3] else "") for c in calls) or "none"
+    def call_text(self, c) -> str:
+        return f"({c[0]}, {c[1]}) on {c[2]}" + (f", table {c[3]}" if c[3] else "")
 
-    def explain(self, index: int, verdict: Verdict) -> str:
-        """The failure: the call, how it differs, the calls before it, and whether a fresh
-        instance gets the same call right (then the state the earlier calls left is to blame)."""
-        Lq, Lk, device, version = self.cfg.calls[index]
-        fresh_ok = self.judge(self.forward(self.fresh(device, version), Lq, Lk, device), index).ok
-        alone = ("on a fresh instance the same call is right: the state the earlier calls left (a cached "
-                 "bias sliced from the wrong end, or kept after the table changed?) changed this result"
-                 if fresh_ok and index else "a fresh instance gets this call wrong too")
-        return (f"{self.cfg.describe(index, self.spec.name)} differs from the stateless bias (the last {Lq} "
-                f"queries over {Lk} keys): {verdict.describe()}\n  the calls before it on the same instance: "
-                f"{self.before(index)}\n  {alone}")
+    def expected(self, cfg, index: int) -> str:
+        Lq, Lk = cfg.calls[index][:2]
+        return f"the stateless bias (the last {Lq} queries over {Lk} keys)"
 
 
 def replay(target, spec: Spec, cfg: BiasCallsConfig) -> None:
     """Every call of the sequence, in order on ONE instance built first, equals the stateless
     bias. (The suites' check: replays a shrunk sequence for the repro line.)"""
-    session = Session(target, spec, cfg)
-    for index in range(len(cfg.calls)):
-        session.step(index)
+    stateful.replay(target, BiasModule(spec), cfg)
 
 
 _KEYS = st.one_of(st.integers(1, 16), st.integers(17, MAX_KEYS))
@@ -153,31 +114,18 @@ def machine_for(target, spec: Spec, check: Callable):
     """The state machine class for ``target``'s ``spec.name`` (``check``: the suite's replay)."""
     devices = module_devices(target)
 
-    class BiasModuleCalls(RuleBasedStateMachine):
-        @initialize(cfg=spec.configs, seed=_SEED)
+    class BiasModuleCalls(CallsMachine):
+        @initialize(cfg=spec.configs, seed=SEED)
         def start(self, cfg, seed):
-            self.cfg = BiasCallsConfig(**{**cfg, "seed": seed})
-            within_declarations(target, self.cfg)
-            seed_sequence(target, seed)
             self.version = 0
-            self.session = self.guarded(lambda: Session(target, spec, self.cfg))
-
-        def guarded(self, fn):
-            __tracebackhide__ = True
-            return guarded_step(target, check, self.cfg, fn)
+            self.begin(BiasCallsConfig(**{**cfg, "seed": seed}), lambda: BiasModule(spec))
 
         def call(self, Lq, Lk, device=None, version=None):
             __tracebackhide__ = True
             Lk = max(1, min(Lk, MAX_KEYS))
             Lq = max(1, min(Lq, Lk))
             device = device or (self.last[2] if self.cfg.calls else self.session.device)
-            self.cfg = self.cfg.then(Lq, Lk, device, self.version if version is None else version)
-            self.session.cfg = self.cfg
-            self.guarded(lambda: self.session.step(len(self.cfg.calls) - 1))
-
-        @property
-        def last(self):
-            return self.cfg.calls[-1]
+            self.add(Lq, Lk, device, self.version if version is None else version)
 
         @rule(Lk=_KEYS, data=st.data())
         def any_call(self, Lk, data):
@@ -232,10 +180,7 @@ def machine_for(target, spec: Spec, check: Callable):
             """The module moved to the other device, then the same call there."""
             self.call(self.last[0], self.last[1], next(d for d in devices if d != self.last[2]))
 
-        def teardown(self):
-            if getattr(self, "session", None) is not None:
-                target.outcome.checked += 1
-
+    BiasModuleCalls.target, BiasModuleCalls.check = target, staticmethod(check)
     return BiasModuleCalls
 
 

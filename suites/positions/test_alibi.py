@@ -15,11 +15,11 @@ from hypothesis import given
 
 from harness import tolerance
 from suites.positions.configs import ALIBI_HEADS, alibi_configs
-from harness.runner import impl, run, unverified, verified
+from suites.kit import impl, run, unverified, verified
 from reference.alibi import alibi_distance, alibi_math, get_slopes
 from suites.positions.helpers import expect_floating
 
-FAMILY = "alibi"
+PROPERTY_PREFIX = "alibi"
 SLOPES, BIAS = "alibi_slopes", "alibi_bias"
 
 

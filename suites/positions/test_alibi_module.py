@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from harness import tolerance
 from reference.alibi import alibi_distance, alibi_math
 from suites.positions.configs import ALIBI_HEADS, BiasCallsConfig
-from suites.positions.module_calls import Spec, Verdict, replay, run_machine
+from suites.positions.module_calls import Spec, replay, run_machine
+from suites.stateful import Verdict
 
-FAMILY = "alibi_module"
+PROPERTY_PREFIX = "alibi_module"
 MODULE = "AlibiPositionalBias"
 pytestmark = pytest.mark.needs(MODULE)
 

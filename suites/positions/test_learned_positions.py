@@ -17,11 +17,9 @@ from torch import nn
 
 from harness import guard, module_tensors, tolerance
 from suites.positions.configs import learned_configs
-from harness.guard import ImplementationError, expect_tensor
-from harness.isolation import is_module
-from harness.runner import impl, on_target, run
+from suites.kit import ImplementationError, expect_tensor, impl, is_module, on_target, run
 
-FAMILY = "learned_positions"
+PROPERTY_PREFIX = "learned_positions"
 LPE = "LearnedPositionEmbedding"
 pytestmark = pytest.mark.needs(LPE)
 

@@ -21,15 +21,15 @@ from harness import tolerance
 from suites import regimes
 from suites.positions.configs import RopeConfig, learned_configs, rope_configs
 from suites.regimes import covering
-from harness.runner import on_target, run
+from suites.kit import on_target, run
 from harness.target_ops import gradcheck
 from reference.rope import pair_indices, rope_math
-from suites._grad import (GRADCHECK, assert_grads, assert_zero, autograd_of, gradcheck_options, skip_unless_float64,
-                          target_grads, upstream)
+from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, gradcheck_options, skip_unless_float64,
+                              target_grads, upstream)
 from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
 from suites.positions.test_learned_positions import LPE, build, table_path
 
-FAMILY = "position_grad"
+PROPERTY_PREFIX = "position_grad"
 pytestmark = pytest.mark.uses("backward")
 
 
@@ -91,7 +91,7 @@ def check_embedding_sum(target, cfg):
     assert_grads(("the table's gradient",), [got], [truth], [naive], table.dtype,
                  f"(must be the sum of the upstream rows of each position; position {p} is used "
                  f"{int(counts[p])} times: expected row {truth[p, :3].tolist()}..., got "
-                 f"{got[p, :3].double().tolist()}...)", [terms])
+                 f"{got[p, :3].double().tolist()}...)", terms=[terms])
 
 
 @st.composite

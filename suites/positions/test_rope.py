@@ -21,16 +21,14 @@ from hypothesis import given
 
 from harness import tolerance
 from suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
-from harness.conventions import check_convention
+from suites.kit import autocast_dtypes, call_under_autocast, check_convention, record_label, run
 from suites import regimes
-from harness.configs import autocast_dtypes
 from suites.regimes import covering
-from harness.runner import call_under_autocast, record_label, run
 from reference.rope import pair_indices, rope_frequencies, rope_math
 from suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
                                rope_images, rope_naive, rope_truth, score_allowance, scores)
 
-FAMILY = "rope"
+PROPERTY_PREFIX = "rope"
 pytestmark = pytest.mark.needs(ROPE)
 
 

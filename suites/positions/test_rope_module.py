@@ -27,21 +27,18 @@ import pytest
 import torch
 from hypothesis import assume, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
 from harness import guard, tolerance
-from harness.configs import _SEED, DTYPES
-from suites.positions.configs import _BASE, _EVEN_DIM
+from suites import stateful
+from suites.kit import SEED, ImplementationError, check_convention, expect_tensor, impl, is_module, record_label
+from harness.configs import DTYPES
+from suites.positions.configs import BASE, EVEN_DIM
 from suites.positions.configs import MAX_POSITION, RopeCallsConfig
-from harness.conventions import check_convention
-from harness.guard import ImplementationError, expect_tensor
+from suites.positions.helpers import PROBE_POSITIONS, layout_of, module_devices, rope_naive, rope_truth
 from harness.interpret import machine_examples
-from harness.isolation import is_module
-from harness.runner import impl, record_label, within_declarations
-from suites.positions.helpers import (PROBE_POSITIONS, guarded_step, layout_of, module_devices, rope_naive,
-                                      rope_truth, seed_sequence)
 
-FAMILY = "rope_module"
+PROPERTY_PREFIX = "rope_module"
 MODULE = "RotaryEmbedding"
 pytestmark = pytest.mark.needs(MODULE)
 
@@ -83,58 +80,53 @@ def measure_layout(target, D: int, base: float, device: str) -> tuple[str | None
     return layout_of(target, support, f"offsets {PROBE_POSITIONS}, one fresh instance each")
 
 
-class Session:
-    """One instance of the target's module and the calls made on it so far (``cfg.calls``)."""
+class RopeModule(stateful.Module):
+    """``RotaryEmbedding`` for the engine: calls ``(L, offset, dtype, device)``; the pairing
+    (``rope_layout``) measured once per target and size on fresh instances, and named."""
+
+    name = MODULE
+    stale = "a cached table keyed on too little: length, offset, dtype or device?"
 
     def __init__(self, target, cfg: RopeCallsConfig):
-        self.target, self.cfg = target, cfg
-        self.device = cfg.calls[0][3] if cfg.calls else target.device
+        device = cfg.calls[0][3] if cfg.calls else target.device
         measured = target.measured  # measured once per target
-        key = ("rope_module.layout", cfg.D, cfg.base, self.device)
+        key = ("rope_module.layout", cfg.D, cfg.base, device)
         if key not in measured:
-            measured[key] = measure_layout(target, cfg.D, cfg.base, self.device)
+            measured[key] = measure_layout(target, cfg.D, cfg.base, device)
         layout, evidence = measured[key]
         record_label(target, check_convention("rope_layout", layout, target.conventions, evidence))
         self.layout = layout
-        self.module = build(target, cfg.D, cfg.base, self.device)
 
-    def step(self, index: int) -> None:
-        """Make call ``index`` of ``cfg.calls`` on this instance and check it."""
-        cfg = self.cfg
-        L, offset, dtype, device = cfg.calls[index]
-        if device != self.device:
-            self.module, self.device = move(self.target, self.module, device), device
+    def construct(self, cls, cfg):
+        return cls(cfg.D, base=cfg.base)
+
+    def constructed(self, cfg) -> str:
+        return f"{MODULE}({cfg.D}, base={cfg.base:g})"
+
+    def device_of(self, call) -> str:
+        return call[3]
+
+    def forward(self, target, mod, cfg, index: int):
         x = cfg.x(index)
-        try:
-            out = forward(self.target, self.module, x, offset)
-        except ImplementationError as exc:  # raised, or returned the wrong thing: say which call
-            raise ImplementationError(f"{cfg.describe(index)}: {exc}\n  the calls before it on the same "
-                                      f"instance: {self.before(index)}") from exc.__cause__
-        cmp = self.compare(out, x, cfg.positions(index))
-        if not cmp.ok:
-            raise AssertionError(self.explain(index, cmp, x))
+        return forward(target, mod, x, cfg.calls[index][1]), x
 
-    def compare(self, out, x, positions) -> tolerance.Comparison:
-        return tolerance.compare(out, rope_truth(x, positions, self.cfg.base, self.layout),
-                                 rope_naive(x, positions, self.cfg.base, self.layout), dtype=x.dtype)
+    def judge(self, out, cfg, index: int) -> stateful.Verdict:
+        out, x = out
+        positions = cfg.positions(index)
+        cmp = tolerance.compare(out, rope_truth(x, positions, cfg.base, self.layout),
+                                rope_naive(x, positions, cfg.base, self.layout), dtype=x.dtype)
+        return stateful.Verdict(cmp.ok, cmp.describe())
 
-    def before(self, index: int) -> str:
-        return "; ".join(f"L={c[0]}, offset={c[1]}, {c[2]}, {c[3]}" for c in self.cfg.calls[:index]) or "none"
+    def describe(self, cfg, index: int) -> str:
+        return cfg.describe(index)
 
-    def explain(self, index: int, cmp, x) -> str:
-        """The failure: the call, how it differs, the calls before it, and whether a fresh
-        instance gets the same call right (then the state from the earlier calls is to blame)."""
-        cfg = self.cfg
-        L, offset, dtype, device = cfg.calls[index]
-        before = self.before(index)
-        fresh = forward(self.target, build(self.target, cfg.D, cfg.base, device), x, offset)
-        alone = ("on a fresh instance the same call is right: the state the earlier calls left (a cached table "
-                 "keyed on too little: length, offset, dtype or device?) changed this result"
-                 if self.compare(fresh, x, cfg.positions(index)).ok and index else
-                 "a fresh instance gets this call wrong too")
-        return (f"{cfg.describe(index)} differs from the stateless rotation at positions {offset}..{offset + L - 1} "
-                f"({self.layout} pairs, base={cfg.base:g}): {cmp.describe()}\n  the calls before it on the same "
-                f"instance: {before}\n  {alone}")
+    def call_text(self, c) -> str:
+        return f"L={c[0]}, offset={c[1]}, {c[2]}, {c[3]}"
+
+    def expected(self, cfg, index: int) -> str:
+        L, offset = cfg.calls[index][:2]
+        return (f"the stateless rotation at positions {offset}..{offset + L - 1} "
+                f"({self.layout} pairs, base={cfg.base:g})")
 
 
 def check_call_sequences(target, cfg: RopeCallsConfig):
@@ -142,9 +134,7 @@ def check_call_sequences(target, cfg: RopeCallsConfig):
     made in order on the ONE instance built first, equals the float64 rotation at positions offset ..
     offset + L - 1 (tolerance policy; pairing measured and named). Replays a shrunk sequence (the repro
     line)."""
-    session = Session(target, cfg)
-    for index in range(len(cfg.calls)):
-        session.step(index)
+    stateful.replay(target, RopeModule(target, cfg), cfg)
 
 
 def _dtypes(target) -> list[str]:
@@ -159,31 +149,18 @@ _OFFSET = st.one_of(st.just(0), st.integers(1, 64), st.integers(65, MAX_POSITION
 def machine_for(target):
     """The state machine class for ``target``: rules draw calls of the dtypes and devices it has."""
     dtypes, devices = _dtypes(target), module_devices(target)
-    check = check_call_sequences
 
-    class RopeModuleCalls(RuleBasedStateMachine):
-        @initialize(D=_EVEN_DIM, base=_BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=_SEED)
+    class RopeModuleCalls(stateful.CallsMachine):
+        @initialize(D=EVEN_DIM, base=BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=SEED)
         def start(self, D, base, batch, heads, seed):
-            self.cfg = RopeCallsConfig(D=D, base=base, batch=batch, heads=heads, seed=seed)
-            within_declarations(target, self.cfg)
-            seed_sequence(target, seed)
-            self.session = self.guarded(lambda: Session(target, self.cfg))
-
-        def guarded(self, fn):
-            __tracebackhide__ = True
-            return guarded_step(target, check, self.cfg, fn)
+            cfg = RopeCallsConfig(D=D, base=base, batch=batch, heads=heads, seed=seed)
+            self.begin(cfg, lambda: RopeModule(target, cfg))
 
         def call(self, L, offset, dtype, device):
             __tracebackhide__ = True
             L = max(1, min(L, MAX_POSITION))
             assume(L in target.sizes["L"] if target.sizes and "L" in target.sizes else True)
-            self.cfg = self.cfg.then(L, min(offset, MAX_POSITION - L), dtype, device)
-            self.session.cfg = self.cfg
-            self.guarded(lambda: self.session.step(len(self.cfg.calls) - 1))
-
-        @property
-        def last(self):
-            return self.cfg.calls[-1]
+            self.add(L, min(offset, MAX_POSITION - L), dtype, device)
 
         @rule(L=_LENGTH, offset=_OFFSET, dtype=st.sampled_from(dtypes))
         def any_call(self, L, offset, dtype):
@@ -231,10 +208,7 @@ def machine_for(target):
             L0, off0, dtype, device0 = self.last
             self.call(L0, off0, dtype, next(d for d in devices if d != device0))
 
-        def teardown(self):
-            if getattr(self, "session", None) is not None:
-                target.outcome.checked += 1
-
+    RopeModuleCalls.target, RopeModuleCalls.check = target, staticmethod(check_call_sequences)
     return RopeModuleCalls
 
 

@@ -21,12 +21,11 @@ from hypothesis import given
 
 from harness import tolerance
 from suites.positions.configs import sinusoidal_configs
-from harness.conventions import check_convention
-from harness.runner import impl, record_label, run
+from suites.kit import check_convention, impl, record_label, run
 from reference.sinusoidal import LAYOUTS, sin_cos_columns, sinusoidal_frequencies, sinusoidal_math
 from suites.positions.helpers import expect_floating
 
-FAMILY = "sinusoidal"
+PROPERTY_PREFIX = "sinusoidal"
 SIN = "sinusoidal_position_embedding"
 pytestmark = pytest.mark.needs(SIN)
 
@@ -44,7 +43,7 @@ def naive(N, d, layout, dtype, start=0):
     return sinusoidal_math(N, d, layout, compute_dtype=dtype, start=start)
 
 
-def _layout(target, cfg, record: bool = False) -> str:
+def table_layout(target, cfg, record: bool = False) -> str:
     """Read the layout off PE(0) (sin 0 = 0 in the sin columns, cos 0 = 1 in the cos columns)."""
     row0 = call_pe(target, 1, cfg.dim)[0]
     matching = [lay for lay in LAYOUTS
@@ -63,7 +62,7 @@ def _layout(target, cfg, record: bool = False) -> str:
 def check_origin(target, cfg):
     """PE(0) is [0, 1, 0, 1, ...] (sin 0, cos 0 per pair) under the interleaved layout, or
     [0 ... 0, 1 ... 1] under the concatenated one, which is named."""
-    _layout(target, cfg, record=True)
+    table_layout(target, cfg, record=True)
 
 
 def check_relative_inner_product(target, cfg):
@@ -93,7 +92,7 @@ def check_closeness(target, cfg):
     """Per frequency pair, sin(m w) sin(n w) + cos(m w) cos(n w) is 1 at m = n, never above it
     and non-increasing for |m - n| <= 3; summed: <PE_m, PE_m> = d/2 is the maximum, every
     other distance (< 64) is below it, and |m - n| = 0, 1, 2, 3 is strictly decreasing."""
-    layout = _layout(target, cfg)
+    layout = table_layout(target, cfg)
     N, d = max(cfg.num_positions, 5), cfg.dim
     pe = call_pe(target, N, d)
     s_col, c_col = sin_cos_columns(d, layout)
@@ -137,7 +136,7 @@ def check_closeness(target, cfg):
 def check_frequencies(target, cfg):
     """The frequency of each (sin, cos) column pair, read off PE(1) as atan2(sin, cos), equals
     w_i = 10000^(-2i/d) in pair order."""
-    layout = _layout(target, cfg)
+    layout = table_layout(target, cfg)
     d = cfg.dim
     pe = call_pe(target, 2, d)
     s_col, c_col = sin_cos_columns(d, layout)
@@ -156,7 +155,7 @@ def check_frequencies(target, cfg):
 def check_extrapolation(target, cfg):
     """Positions never seen at num_positions exist: a table of ``far`` rows (1025 or 2048)
     starts with the num_positions-row table, and its last 64 rows follow the formula."""
-    layout = _layout(target, cfg)
+    layout = table_layout(target, cfg)
     N, d, far = cfg.num_positions, cfg.dim, cfg.far
     short, long = call_pe(target, N, d), call_pe(target, far, d)
     tail = long[far - 64:]

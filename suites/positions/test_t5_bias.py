@@ -23,12 +23,12 @@ import torch
 from hypothesis import given
 
 from suites.positions.configs import t5_bias_configs
-from harness.runner import impl, run
+from suites.kit import impl, run
 from reference.t5_bias import relative_positions
 from suites.positions.helpers import expect_floating
 from suites.positions.test_t5_bucket import accepted
 
-FAMILY = "t5_bias"
+PROPERTY_PREFIX = "t5_bias"
 BIAS = "t5_relative_position_bias"
 pytestmark = pytest.mark.needs(BIAS)
 

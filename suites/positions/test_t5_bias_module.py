@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 from reference.t5_bias import relative_positions
 from suites.positions.configs import T5_MAX_DISTANCE, T5_NUM_BUCKETS, BiasCallsConfig
-from suites.positions.module_calls import Spec, Verdict, replay, run_machine
+from suites.positions.module_calls import Spec, replay, run_machine
+from suites.stateful import Verdict
 from suites.positions.test_t5_bucket import accepted
 
-FAMILY = "t5_bias_module"
+PROPERTY_PREFIX = "t5_bias_module"
 MODULE = "T5RelativePositionBias"
 pytestmark = pytest.mark.needs(MODULE)
 

@@ -17,11 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from suites.positions.configs import t5_bucket_configs
-from harness.guard import ImplementationError
-from harness.runner import impl, run, unverified, verified
+from suites.kit import ImplementationError, impl, run, unverified, verified
 from reference.t5_bucket import log_position, t5_relative_position_bucket
 
-FAMILY = "t5_bucket"
+PROPERTY_PREFIX = "t5_bucket"
 T5 = "t5_relative_position_bucket"
 pytestmark = pytest.mark.needs(T5)
 

@@ -87,7 +87,7 @@ class SlidingWindowBlock(nn.Module):
         return x + self.w2(nn.functional.silu(self.w1(h)) * self.w3(h))
 
 
-def block_stack(depth: int, dim: int, heads: int, window: int, attn: Callable | None = None,
+def block_stack(depth: int, dim: int, heads: int, window: int, *, attn: Callable | None = None,
                 kv_heads: int | None = None, seed: int = 0, dtype=torch.float64) -> nn.Sequential:
     """``depth`` blocks with seeded random weights (no training needed for the receptive field)."""
     gen_state = torch.random.get_rng_state()

@@ -31,7 +31,7 @@ def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None, enable_
     return attention_math(q, k, eye, mask, is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 
 
-def attention_grad_terms(q, k, v, g, attn_mask=None, is_causal=False, scale=None,
+def attention_grad_terms(q, k, v, g, *, attn_mask=None, is_causal=False, scale=None,
                          enable_gqa=False) -> list[torch.Tensor]:
     """[dq, dk, dv] magnitudes of the attention backward for upstream dO = g (..., Hq, L, Ev):
 

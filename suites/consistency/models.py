@@ -1,5 +1,5 @@
 """The differential checks of the model names (``build_model``, ``bert_embeddings``) for
-``suites/test_consistency.py``: two backends of one model are compared with the same weights.
+``test_consistency_bert.py``: two backends of one model are compared with the same weights.
 
 Each target builds its module (seeded alike); the first target's state dict (parameters and
 buffers), with its weights redrawn at unit scale (``exercised``), is loaded into every module, the
@@ -22,10 +22,8 @@ from typing import Any
 import torch
 
 from harness import tolerance
-from harness.guard import ImplementationError
-from harness.isolation import is_module
-from harness.runner import on_target
-from harness.target_ops import eval_forward, load_state, manual_seed, seeded, state_of
+from suites.kit import ImplementationError, is_module, manual_seed, on_target
+from harness.target_ops import eval_forward, load_state, seeded, state_of
 
 
 class NotComparable(Exception):

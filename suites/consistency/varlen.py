@@ -1,5 +1,5 @@
-"""The differential checks of ``attention_varlen`` for ``suites/test_consistency.py``: packed
-attention across targets, and packed against dense.
+"""The differential checks of ``attention_varlen`` for ``test_consistency_attention.py``: packed attention
+across targets, and packed against dense.
 
 - ``attention_varlen`` (a ``Case``): every target's packed output on the same packed q, k, v and
   cu_seqlens (``CONFIGS``: causal or not, GQA, and causal with Lq != Lk per sequence);
@@ -23,8 +23,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness import tolerance
-from harness.guard import ImplementationError, expect_tensor
-from harness.runner import impl
+from suites.kit import ImplementationError, expect_tensor, impl
 from reference.attention_varlen import bounds, visible_keys
 from suites.attention import varlen_helpers as vh
 from suites.attention.configs import varlen_configs

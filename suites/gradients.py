@@ -15,9 +15,8 @@ import pytest
 import torch
 
 from harness import tolerance
-from harness.guard import expect_tensor
+from suites.kit import UNSUPPORTED, expect_tensor, on_target, require_features
 from harness.interpret import gradcheck_fast
-from harness.runner import UNSUPPORTED, on_target, require_features
 from harness.target_ops import backward
 from suites.attention.helpers import poison
 
@@ -42,7 +41,7 @@ def skip_unless_float64(target, cfg) -> None:
                     f"HARNESS_SIZES; gradcheck needs float64)")
 
 
-def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor,
+def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor, *,
                  module=None, params: tuple[str, ...] = (), seed: int | None = None):
     """``fn(*args, **kwargs)`` and its backward with upstream ``g``, where the target lives
     (``seed``: both under ``target_ops.manual_seed(seed)``, for a dropout call).
@@ -73,7 +72,7 @@ def qkv_and_upstream(target, cfg, salt: int = 9):
     return q, k, v, upstream(cfg.out_shape(), cfg.torch_dtype, cfg.generator(salt), target.device)
 
 
-def poison_for_backward(q, k, v, cols: torch.Tensor, gen: torch.Generator, g: torch.Tensor,
+def poison_for_backward(q, k, v, cols: torch.Tensor, gen: torch.Generator, g: torch.Tensor, *,
                         scale: float | None = None):
     """``suites.attention.helpers.poison`` (K and V at key positions ``cols`` set to +-1e4, K capped for the
     scores), with those values shrunk too, if needed, so that dP = dO V^T stays below a quarter
@@ -105,7 +104,7 @@ def worst_each(truths: Sequence[torch.Tensor], candidates: Sequence[Sequence[tor
     return [tolerance.worst_naive(t, [c[i] for c in candidates]) for i, t in enumerate(truths)]
 
 
-def assert_grads(names: Sequence[str], actual, truths, naives, dtype: torch.dtype, what: str,
+def assert_grads(names: Sequence[str], actual, truths, naives, dtype: torch.dtype, what: str, *,
                  terms: Sequence[torch.Tensor] | None = None) -> None:
     """Each gradient equals its float64 truth under the policy (``K_GRAD`` x naive + floor +
     C_TERMS u x its ``terms``, the running-error magnitudes, when given)."""

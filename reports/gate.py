@@ -68,8 +68,7 @@ import pandas as pd
 
 from harness.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
 from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
-from reports.decide import (CI_NAMES, DIRECTION, EXACT, FLOOR, K_SPREAD, MEM_SLACK_CPU, TIME_DERIVED,  # noqa: F401
-                            ci_halfwidth, metric_rows, relative_spread, tolerance)
+from reports.decide import metric_rows
 
 DRIFT_MIN_POINTS = 4
 SCOPES = ("target", "all")
@@ -202,7 +201,7 @@ def _in_scope(point: dict, scope: str) -> bool:
     return scope == "all" or point["role"] == "target"
 
 
-def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", allow_missing: bool = False,
+def gate(current: pd.DataFrame, baseline: pd.DataFrame, *, scope: str = "target", allow_missing: bool = False,
          requested: Callable[[str, str, str], bool] | None = None, strict: bool = False,
          current_samples: dict | None = None, baseline_samples: dict | None = None) -> Gate:
     """Compare and judge. ``requested(suite, case, pass_)``: whether the runs asked for that suite,
@@ -287,7 +286,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, scope: str = "target", a
     return Gate(table, scope, len(compared), targets, base_targets, strict)
 
 
-def compare(current: pd.DataFrame, baseline: pd.DataFrame, **kw) -> pd.DataFrame:
+def gate_table(current: pd.DataFrame, baseline: pd.DataFrame, **kw) -> pd.DataFrame:
     """The comparison table (``gate(...).table``): one row per compared (run, key, metric), status
     changes, the per-suite drift, and new / missing / not requested points."""
     return gate(current, baseline, **kw).table

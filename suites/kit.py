@@ -1,0 +1,40 @@
+"""The suite kit: what a suite file needs from the harness, under one public import.
+
+A property is a ``check_`` function and a thin Hypothesis test that ``run``s it (see
+``harness/runner.py``); the target is reached only through the kit (the isolation rule in
+notes/ARCHITECTURE.md)::
+
+    from suites.kit import SEED, impl, run
+
+The model is array-api-tests' split: the strategies (``suites/strategies.py``, its
+``hypothesis_helpers``) and the calls and assert helpers (here, its ``pytest_helpers``), one
+import for both. Suite files import no other module's private (``_``-prefixed) names
+(``tests/test_suite_kit.py``); a helper two suites share is public here or in a family's
+``helpers.py``.
+
+- calling the target: ``impl(target, name)`` (the guarded callable), ``on_target(target, fn, ...)``
+  (a module-level function run where the target lives), ``call_each`` (a statistical loop in
+  batched requests), ``call_under_autocast``, ``manual_seed`` (seed where the target lives);
+- running a property: ``run(target, check, cfg)``, ``record_label``, ``require_features``,
+  ``within_declarations``, ``verified`` / ``unverified`` (a fixed grid checked once per target),
+  ``UNSUPPORTED`` / ``Unsupported``;
+- asserting: ``expect_tensor`` (type, shape, dtype, device of an output), ``ImplementationError``
+  (the target raised, hung or broke a call rule), ``check_convention`` / ``KNOWN`` /
+  ``ConventionMismatch`` (a measured convention against the declared one), ``is_module``;
+  numerical comparisons go through ``harness.tolerance`` (``assert_close``);
+- drawing: ``SEED``, ``DTYPE``, ``autocast_dtypes`` (``suites/strategies.py``).
+"""
+from __future__ import annotations
+
+from harness.conventions import KNOWN, ConventionMismatch, check_convention
+from harness.guard import ImplementationError, expect_tensor
+from harness.handles import is_module
+from harness.runner import (UNSUPPORTED, Unsupported, call_each, call_under_autocast, impl, on_target,
+                            record_label, require_features, run, unverified, verified, within_declarations)
+from harness.target_ops import manual_seed
+from suites.strategies import DTYPE, SEED, autocast_dtypes
+
+__all__ = ["DTYPE", "KNOWN", "SEED", "UNSUPPORTED", "ConventionMismatch", "ImplementationError", "Unsupported",
+           "autocast_dtypes", "call_each", "call_under_autocast", "check_convention", "expect_tensor", "impl",
+           "is_module", "manual_seed", "on_target", "record_label", "require_features", "run", "unverified",
+           "verified", "within_declarations"]
