@@ -220,7 +220,7 @@ def call_each(fn: Callable, arg_tuples: list, kwargs: dict) -> list:
 
 
 def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps: float, atol: float,
-              rtol: float, fast_mode: bool = False) -> str | None:
+              rtol: float, *, fast_mode: bool = False) -> str | None:
     """``torch.autograd.gradcheck`` of ``fn(*args, **kwargs)`` with respect to ``args[i]`` (``i``
     in ``wrt``, float64): the Jacobian its backward gives against central differences of its
     forward, elementwise ``|numerical - analytical| <= atol + rtol |numerical|``. Returns None when
@@ -247,7 +247,7 @@ def gradcheck(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], eps
 
 
 def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, ...], eps: float, atol: float,
-                     rtol: float, fast_mode: bool = False) -> str | None:
+                     rtol: float, *, fast_mode: bool = False) -> str | None:
     """``gradcheck`` of ``mod(x)`` with respect to x and ``mod``'s tensors ``params`` (dotted paths
     from ``module_tensors``, e.g. "weight", "bias"; float64), each swapped in with
     ``torch.func.functional_call``: inputs 0, 1, ... are x, then ``params`` in order."""
@@ -256,7 +256,7 @@ def module_gradcheck(mod: torch.nn.Module, x: torch.Tensor, params: tuple[str, .
     def fn(x, *ps):
         return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))
     return gradcheck(fn, (x, *(t.detach() for t in tensors)), {}, tuple(range(1 + len(params))), eps, atol, rtol,
-                     fast_mode)
+                     fast_mode=fast_mode)
 
 
 def _worst_element(f: Callable, leaves: list, eps: float, rtol: float) -> str:
