@@ -54,25 +54,31 @@ def examples(**kwargs) -> settings:
 
 
 @st.composite
-def histories(draw, name: str, configs: st.SearchStrategy, keep: tuple = (), vary: tuple = ()) -> HistoryConfig:
+def histories(draw, name: str, configs: st.SearchStrategy, keep: tuple = (), vary: tuple = (),
+              variant: Callable[[Config], st.SearchStrategy] | None = None) -> HistoryConfig:
     """A history of calls of ``name``: a first call drawn from ``configs`` and 1..``MAX_OTHERS``
     others. ``keep`` lists the first call's identity: field names, or tuples of names that go
     together (RoPE's ``("D", "base")``); a fresh other call shares each of them with probability
     1/2 (shrinking towards shared). ``vary`` (groups likewise): with probability 1/2 an other
     call is instead the first call with some of these groups taken from a fresh draw (each with
-    probability 1/2): the same call at another offset, length or dtype."""
+    probability 1/2): the same call at another offset, length or dtype. ``variant`` (instead of
+    ``vary``): that other call is drawn from ``variant(first)``, for a change no fresh draw makes
+    (packed tokens split anew at the same total)."""
     first = draw(configs, label="first call")
     calls = [first]
     for _ in range(draw(st.integers(1, MAX_OTHERS), label="other calls")):
         fresh = draw(configs)
-        variant = bool(vary) and draw(st.booleans(), label="a variant of the first call")
-        groups = [(g,) if isinstance(g, str) else tuple(g) for g in (vary if variant else keep)]
+        is_variant = bool(vary or variant) and draw(st.booleans(), label="a variant of the first call")
+        if is_variant and variant is not None:
+            calls.append(draw(variant(first)))
+            continue
+        groups = [(g,) if isinstance(g, str) else tuple(g) for g in (vary if is_variant else keep)]
         changed = {}
         for fields in groups:
-            take = draw(st.booleans()) if variant else not draw(st.sampled_from([True, False]))
+            take = draw(st.booleans()) if is_variant else not draw(st.sampled_from([True, False]))
             source = fresh if take else first
             changed.update({f: getattr(source, f) for f in fields})
-        calls.append(dataclasses.replace(first if variant else fresh, **changed))
+        calls.append(dataclasses.replace(first if is_variant else fresh, **changed))
     return HistoryConfig(name=name, calls=tuple(c.to_json() for c in calls))
 
 

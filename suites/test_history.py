@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from harness import tolerance
 from harness.configs import HistoryConfig
 from suites.kit import impl, run
-from suites.histories import MAX_OTHERS, examples, histories, replay, replay_same
+from suites.histories import examples, histories, replay, replay_same
 from suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen
 from suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
 from suites.bert import test_distillation as distillation, test_models as models
@@ -229,9 +229,8 @@ def test_attention_with_kvcache(target, cfg):
 
 
 @st.composite
-def _split(draw, total: int, parts: int | None = None) -> tuple[int, ...]:
-    """``total`` tokens split into ``parts`` (else 1-4) sequences of at least one token each."""
-    parts = parts or draw(st.integers(1, min(4, total)))
+def _split(draw, total: int, parts: int) -> tuple[int, ...]:
+    """``total`` tokens split into ``parts`` sequences of at least one token each."""
     cuts = draw(st.lists(st.integers(1, total - 1), min_size=parts - 1, max_size=parts - 1, unique=True)) \
         if parts > 1 else []
     bounds = [0, *sorted(cuts), total]
@@ -239,24 +238,14 @@ def _split(draw, total: int, parts: int | None = None) -> tuple[int, ...]:
 
 
 @st.composite
-def varlen_histories(draw) -> HistoryConfig:
-    """A packed first call, then 1-3 others: each, with probability 1/2, the first call's tokens split into
-    other sequences (the same total_q and total_k, heads and dtype: where a mask or index cache keyed
-    on the packed shape is hit), else a fresh call sharing the first call's heads and its dtype with
-    probability 1/2 each."""
-    first = draw(varlen_configs(), label="first call")
-    calls = [first]
-    for _ in range(draw(st.integers(1, MAX_OTHERS), label="other calls")):
-        q_lens = draw(_split(first.total_q))
-        if draw(st.booleans(), label="the first call's tokens split anew") and first.total_k >= len(q_lens):
-            k_lens = q_lens if first.k_lens == first.q_lens else draw(_split(first.total_k, len(q_lens)))
-            calls.append(dataclasses.replace(first, q_lens=q_lens, k_lens=k_lens, seed=draw(st.integers(0, 2**31))))
-        else:
-            fresh = draw(varlen_configs())
-            shared = {f: getattr(first, f) for group, fields in (("heads", ("hq", "hkv", "E", "Ev")), ("dtype", ("dtype",)))
-                      if draw(st.booleans(), label=f"shares the first call's {group}") for f in fields}
-            calls.append(dataclasses.replace(fresh, **shared))
-    return HistoryConfig(name="attention_varlen", calls=tuple(c.to_json() for c in calls))
+def _split_anew(draw, first: VarlenConfig) -> VarlenConfig:
+    """``first``'s tokens split into 1-4 other sequences: the same total_q and total_k, heads and dtype
+    (where a mask or index cache keyed on the packed shape is hit); keys split as the queries where
+    they were equal."""
+    parts = draw(st.integers(1, min(4, first.total_q, first.total_k)))
+    q_lens = draw(_split(first.total_q, parts))
+    k_lens = q_lens if first.k_lens == first.q_lens else draw(_split(first.total_k, parts))
+    return dataclasses.replace(first, q_lens=q_lens, k_lens=k_lens, seed=draw(st.integers(0, 2**31)))
 
 
 _VARLEN = VarlenConfig(q_lens=(3, 5), k_lens=(3, 5), hq=2, hkv=2, E=8, Ev=8, dtype="float32", seed=1, causal=True)
@@ -268,7 +257,7 @@ VARLEN_HISTORY = HistoryConfig(name="attention_varlen", calls=tuple(c.to_json() 
 @pytest.mark.needs("attention_varlen")
 @examples()
 @example(cfg=VARLEN_HISTORY)
-@given(cfg=varlen_histories())
+@given(cfg=histories("attention_varlen", varlen_configs(), keep=(("hq", "hkv", "E", "Ev"), "dtype"), variant=_split_anew))
 def test_attention_varlen(target, cfg):
     run(target, check_attention_varlen, cfg)
 

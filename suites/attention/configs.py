@@ -194,6 +194,12 @@ def varlen_configs(draw, *, causal=st.booleans(), gqa: bool = False, dtypes=DTYP
 _EVEN_HEAD = st.one_of(st.integers(1, 8).map(lambda x: 2 * x), st.sampled_from([16, 32, 64]))
 
 
+def equal_lengths(batches: tuple[int, int], max_len: int) -> st.SearchStrategy:
+    """(q_lens, k_lens), equal: ``batches`` (lo, hi) sequences of 1 ... ``max_len`` tokens."""
+    return st.integers(*batches).flatmap(lambda B: st.lists(st.integers(1, max_len), min_size=B, max_size=B)).map(
+        lambda x: (tuple(x), tuple(x)))
+
+
 @st.composite
 def zero_lengths(draw):
     """2 ... 5 sequences, at least one of zero length anywhere (queries, keys or both)."""

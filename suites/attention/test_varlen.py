@@ -211,8 +211,7 @@ def test_agreement(target, cfg):
 
 
 @EXAMPLES
-@given(cfg=ac.varlen_configs(lengths=st.integers(2, 5).flatmap(
-    lambda B: st.lists(st.integers(1, 40), min_size=B, max_size=B).map(lambda x: (tuple(x), tuple(x))))))
+@given(cfg=ac.varlen_configs(lengths=ac.equal_lengths((2, 5), 40)))
 @covering(regimes.VARLEN_TILES[:4])
 def test_isolation(target, cfg):
     run(target, check_isolation, cfg)

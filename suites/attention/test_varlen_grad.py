@@ -87,8 +87,7 @@ def check_isolation(target, cfg):
     agree([dq, dk, dv], cfg, q, k, v, g, f"({what})")
 
 
-_GRAD_LENGTHS = st.integers(2, 4).flatmap(lambda B: st.lists(st.integers(1, 24), min_size=B, max_size=B)).map(
-    lambda x: (tuple(x), tuple(x)))
+_GRAD_LENGTHS = ac.equal_lengths((2, 4), 24)
 
 
 @EXAMPLES
