@@ -30,12 +30,11 @@ import time
 import torch
 
 from harness import configs, guard, options, wire, worker
-from harness.handles import Remote, _renamed, is_module
+from harness.handles import Remote, _renamed
 from harness.interpret import INSTALL, TIMEOUT_FACTOR
 from harness.target_import import BrokenTarget, Missing, TargetInfo
 
-#: ``is_module`` stays importable from here: the suites import it from ``harness.isolation``
-__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload", "describe_exit", "is_module",
+__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload", "describe_exit",
            "DEFAULT_IMPORT_TIMEOUT", "OUTPUT_BUDGET"]
 
 #: the import of a target may take longer than a call (``--import-timeout``)

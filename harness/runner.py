@@ -27,7 +27,8 @@ from hypothesis.errors import UnsatisfiedAssumption
 from harness import guard, target_ops
 from harness.configs import Config
 from harness.conventions import ConventionMismatch
-from harness.loader import Missing, Target
+from harness.loader import Target
+from harness.target_import import Missing
 from harness.target_ops import manual_seed
 
 
