@@ -50,10 +50,16 @@ def _rebuild_small(data: bytes, dtype: torch.dtype, offset: int, size, stride, r
 
 
 def _restrided(t: torch.Tensor, device: str) -> torch.Tensor:
-    """``t`` on ``device`` with the same strides (a plain ``.to`` would make it contiguous)."""
-    out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device)
-    out.copy_(t)
-    return out
+    """``t`` on ``device`` with the same strides (a plain ``.to`` would make it contiguous).
+
+    It copies the storage span the view covers and views the copy the same way, so stride-0
+    (expanded) and overlapping views keep their strides: ``empty_strided(...).copy_(t)`` refuses
+    to write such a layout (found by the first CUDA run: MQA K/V expanded over heads)."""
+    if t.numel() == 0:
+        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device)
+    span = 1 + sum((n - 1) * s for n, s in zip(t.size(), t.stride()))
+    flat = t.as_strided((span,), (1,), t.storage_offset()).to(device, copy=True)
+    return flat.as_strided(t.size(), t.stride(), 0)
 
 
 def _storage_bytes(t: torch.Tensor) -> bytes:

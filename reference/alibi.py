@@ -61,6 +61,11 @@ class AlibiPositionalBias(nn.Module):
     def __init__(self, num_heads: int):
         super().__init__()
         self.num_heads = int(num_heads)
+        # a buffer, so that .to(device) moves where the bias is made (not saved: it is a formula)
+        self.register_buffer("slopes", torch.tensor(get_slopes(self.num_heads), dtype=torch.float64),
+                             persistent=False)
 
     def forward(self, query_len: int, key_len: int) -> torch.Tensor:
-        return alibi_bias(self.num_heads, query_len, key_len)
+        """(H, Lq, Lk) on the module's device, in the default dtype."""
+        dist = alibi_distance(query_len, key_len).to(self.slopes.device)
+        return (-self.slopes[:, None, None] * dist[None]).to(torch.get_default_dtype())

@@ -85,7 +85,7 @@ def check_nonnegative(target, cfg):
     out = float(call_loss(target, s, t, T))
     if out < -allowed:
         raise AssertionError(f"loss {out:.6g} < 0 (allowed rounding {allowed:.2e}): KL divergence is non-negative")
-    shift = (torch.randn((*cfg.lead, 1), generator=cfg.generator(salt=3), dtype=torch.float64) * 5)
+    shift = (torch.randn((*cfg.lead, 1), generator=cfg.generator(salt=3), dtype=torch.float64) * 5).to(t.device)
     for name, student in (("student = teacher", t.clone()),
                           ("student = teacher + a per-row constant", (t.double() + shift).to(t.dtype))):
         same = call_loss(target, student, t, T)
