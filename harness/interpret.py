@@ -7,6 +7,9 @@ runs the same kernels on CPU tensors, program by program in numpy. So when the d
 it imports the target (``prepare``). The variable does nothing for a target that never imports
 triton (torch does not import it), so it is set for every such process where triton is
 installed; a target counts as *interpreted* when triton was imported with it (``interpreted``).
+An interpreted target's process also gets ``compiled_scalars``: a Python float kernel argument is
+rounded to float32 as the compiled launch types it, so a float64 kernel fed a float ``scale``
+fails on the CPU as it does on a GPU.
 
 An interpreted kernel is about 1000x slower than a compiled one, so the suites run it on a
 profile sized for the interpreter (``fit``, applied by ``harness.runner.run`` to every
@@ -105,6 +108,37 @@ def prepare(how: str) -> None:
 def interpreted(module) -> bool:
     """After the import: whether the target runs Triton kernels under the interpreter."""
     return os.environ.get(ENV) == "1" and "triton" in sys.modules and uses_triton(module)
+
+
+def compiled_scalars() -> bool:
+    """Make the interpreter pass a Python ``float`` argument of a kernel as compiled code does.
+
+    Compiled, Triton types a float argument ``fp32`` (``triton.runtime.jit.mangle_type``): a
+    ``scale`` or ``eps`` handed to a float64 kernel as a Python float is rounded to float32 (about
+    4e-9 off in float64 outputs: the first CUDA run failed the reference Triton kernels' float64
+    properties so). The interpreter passes the float through unrounded, so that bug passed every
+    CPU run. Here the interpreter's argument conversion rounds a float to an ``fp32`` scalar first,
+    as the compiled launch does. Idempotent; ``False`` where the interpreter cannot be patched."""
+    try:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except ImportError:
+        return False
+    convert = getattr(interpreter, "_implicit_cvt", None)
+    if convert is None or not hasattr(interpreter, "TensorHandle"):
+        return False
+    if getattr(convert, "harness_fp32_floats", False):
+        return True
+
+    def fp32_floats(arg):
+        if isinstance(arg, float):
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+        return convert(arg)
+
+    fp32_floats.harness_fp32_floats = True
+    interpreter._implicit_cvt = fp32_floats
+    return True
 
 
 def _is_triton(value) -> bool:

@@ -169,6 +169,8 @@ def import_and_describe(spec: str, how: str) -> tuple[ModuleType, TargetInfo]:
     module = import_spec(spec)
     info = describe_module(spec, module)
     info.interpreted = interpret.interpreted(module)
+    if info.interpreted:
+        interpret.compiled_scalars()
     return module, info
 
 

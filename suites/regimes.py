@@ -218,6 +218,13 @@ NORMS = (
     _norm((2, 65), 2048, seed=74),
 )
 
+#: float64, run first where a kernel's scalars show (scale, eps): compiled Triton types a Python float
+#: argument fp32, about 3e-8 off, which float64's tolerance sees at any size (the first CUDA run's
+#: finding; ``harness.interpret.compiled_scalars`` makes the CPU interpreter round it the same way).
+#: Small, so that the float64 reference costs nothing.
+FLOAT64_ATTENTION = (_attn(65, 130, 24, hq=2, hkv=2, dtype="float64", seed=90),)
+FLOAT64_NORMS = (_norm((3,), 96, dtype="float64", seed=91),)
+
 #: norms under torch.autocast (float32 input, the config's dtype is autocast's): wide rows, many tokens
 NORMS_AUTOCAST = (
     _norm((3,), 1025, dtype="bfloat16", seed=75),

@@ -4,8 +4,10 @@ targets here are tiny files; ``test_planted_triton.py`` runs real kernels under 
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
+import torch
 
 import harness.configs as configs
 from harness import interpret
@@ -76,6 +78,43 @@ def test_a_triton_file_is_interpreted_on_cpu_with_a_longer_limit(tmp_path):
         assert target.worker.timeout == 10 * interpret.TIMEOUT_FACTOR
     finally:
         target.close()
+
+
+SCALED = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _mul(X, Y, s, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(Y + i, tl.load(X + i) * s)
+
+def scaled(x, s):
+    y = torch.empty_like(x)
+    _mul[(1,)](x, y, s, N=x.numel())
+    return y
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason=f"triton is not installed: {interpret.INSTALL}")
+def test_an_interpreted_kernel_gets_a_float_argument_as_fp32_as_compiled_code_does(tmp_path):
+    """Compiled, a Python float argument is an fp32 scalar (``mangle_type``); the bare interpreter
+    passes it unrounded, which hid a float64 kernel's rounded ``scale``/``eps`` from every CPU run
+    (the first CUDA run failed them). A loaded target's interpreter rounds it as compiled code does."""
+    import subprocess
+    import sys
+    path = tmp_path / "scaled.py"
+    path.write_text(SCALED)
+    probe = ("import sys, torch\n"
+             "from harness.target_import import import_and_describe\n"
+             "module, info = import_and_describe(sys.argv[1], 'force')\n"
+             "x = torch.ones(16, dtype=torch.float64)\n"
+             "print(info.interpreted, repr(float(module.scaled(x, 0.1)[0])))\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    interpreted, value = out.stdout.split()
+    fp32 = float(torch.tensor(0.1, dtype=torch.float32))
+    assert interpreted == "True" and float(value) == fp32 != 0.1, out.stdout
 
 
 def test_fit_fits_each_call_of_a_history():

@@ -74,11 +74,12 @@ def _key_range(start_m, S, off, window, BLOCK_M: tl.constexpr, BLOCK_N: tl.const
 
 
 @triton.jit
-def _fwd(Q, K, V, O, LSE, scale, L, S, Hq, group, off, window,
+def _fwd(Q, K, V, O, LSE, SCALE, L, S, Hq, group, off, window,
          sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
          E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
          ACC: tl.constexpr, DOT: tl.constexpr):
+    scale = tl.load(SCALE)  # a float64 scale stays float64 (a float argument would be fp32)
     start_m = tl.program_id(0) * BLOCK_M
     b = tl.program_id(1) // Hq
     h = tl.program_id(1) % Hq
@@ -117,13 +118,14 @@ def _fwd(Q, K, V, O, LSE, scale, L, S, Hq, group, off, window,
 
 
 @triton.jit
-def _bwd_dkdv(Q, K, V, O, DO, LSE, DK, DV, scale, L, S, Hq, Hkv, group, off, window,
+def _bwd_dkdv(Q, K, V, O, DO, LSE, DK, DV, SCALE, L, S, Hq, Hkv, group, off, window,
               sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
               E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
               ACC: tl.constexpr, DOT: tl.constexpr):
     """dK, dV of one key block of KV head hk: sums over its group's query heads and query blocks.
     DO, O and DQ share the strides of O (sob, soh, som); DK/DV those of K/V."""
+    scale = tl.load(SCALE)
     start_n = tl.program_id(0) * BLOCK_N
     b = tl.program_id(1) // Hkv
     hk = tl.program_id(1) % Hkv
@@ -168,12 +170,13 @@ def _bwd_dkdv(Q, K, V, O, DO, LSE, DK, DV, scale, L, S, Hq, Hkv, group, off, win
 
 
 @triton.jit
-def _bwd_dq(Q, K, V, O, DO, LSE, DQ, scale, L, S, Hq, group, off, window,
+def _bwd_dq(Q, K, V, O, DO, LSE, DQ, SCALE, L, S, Hq, group, off, window,
             sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, sob, soh, som,
             E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
             ACC: tl.constexpr, DOT: tl.constexpr):
     """dQ of one query block: dQ = sum over its key blocks of dS K * scale (DQ has Q's strides)."""
+    scale = tl.load(SCALE)
     start_m = tl.program_id(0) * BLOCK_M
     b = tl.program_id(1) // Hq
     h = tl.program_id(1) % Hq
@@ -222,6 +225,14 @@ def _pad(d: int) -> int:
     return max(16, triton.next_power_of_2(d))  # tl.dot needs >= 16 when compiled
 
 
+def scalar(value: float, like: torch.Tensor) -> torch.Tensor:
+    """A kernel's float argument as a 1-element tensor in the accumulator's dtype (float64 for
+    float64 inputs, else float32), read with ``tl.load``: compiled Triton types a Python float
+    argument fp32, which rounds a float64 kernel's scale or eps (``harness.interpret.compiled_scalars``)."""
+    return torch.tensor([value], dtype=torch.float64 if like.dtype == torch.float64 else torch.float32,
+                        device=like.device)
+
+
 def _strides(*ts):
     return [s for t in ts for s in t.stride()[:3]]
 
@@ -237,7 +248,7 @@ class _FlashAttention(torch.autograd.Function):
                           device=q.device)
         meta = dict(E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), BLOCK_M=BLOCK, BLOCK_N=BLOCK,
                     CAUSAL=causal, WINDOWED=window is not None, ACC=acc, DOT=dot_dtype(q.dtype))
-        args = (scale, L, S, Hq, Hq // Hkv, S - L, window or 0)
+        args = (scalar(scale, q), L, S, Hq, Hq // Hkv, S - L, window or 0)
         _fwd[(triton.cdiv(L, BLOCK), B * Hq)](q, k, v, o, lse, *args, *_strides(q, k, v, o), **meta)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.meta, ctx.args = meta, args

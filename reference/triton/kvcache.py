@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from reference.triton.flash_attention import _dot, _pad, dot_dtype
+from reference.triton.flash_attention import _dot, _pad, dot_dtype, scalar
 from reference.triton.rope import rotate
 
 HARNESS_TILES = (64,)
@@ -33,11 +33,12 @@ BLOCK = 64
 
 
 @triton.jit
-def _decode(Q, KC, VC, KN, VN, SEQ, O, scale, Lq, Lnew, Smax, Hq, group, window,
+def _decode(Q, KC, VC, KN, VN, SEQ, O, SCALE, Lq, Lnew, Smax, Hq, group, window,
             sqb, sqh, sqm, skb, skh, skn, svb, svh, svn, snb, snh, snn, swb, swh, swn, sob, soh, som,
             E: tl.constexpr, EV: tl.constexpr, BE: tl.constexpr, BEV: tl.constexpr,
             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, WINDOWED: tl.constexpr,
             ACC: tl.constexpr, DOT: tl.constexpr):
+    scale = tl.load(SCALE)  # float64 for float64 inputs (flash_attention.scalar)
     start_m = tl.program_id(0) * BLOCK_M
     b = tl.program_id(1) // Hq
     h = tl.program_id(1) % Hq
@@ -131,7 +132,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     strides = [s for t in (q, k_cache, v_cache, k, v, out) for s in t.stride()[:3]]
     if out.numel():
         _decode[(triton.cdiv(Lq, BLOCK), B * Hq)](
-            q, k_cache, v_cache, k, v, seq, out, scale, Lq, Lnew, Smax, Hq, Hq // Hkv, window or 0, *strides,
+            q, k_cache, v_cache, k, v, seq, out, scalar(scale, q), Lq, Lnew, Smax, Hq, Hq // Hkv, window or 0, *strides,
             E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), BLOCK_M=BLOCK, BLOCK_N=BLOCK, CAUSAL=bool(causal),
             WINDOWED=window is not None, ACC=tl.float64 if q.dtype == torch.float64 else tl.float32,
             DOT=dot_dtype(q.dtype))

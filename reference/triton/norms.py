@@ -27,8 +27,9 @@ from torch import nn
 
 
 @triton.jit
-def _norm_fwd(X, W, B, Y, MEAN, RSTD, M, N, eps, CENTER: tl.constexpr, AFFINE: tl.constexpr,
+def _norm_fwd(X, W, B, Y, MEAN, RSTD, M, N, EPS, CENTER: tl.constexpr, AFFINE: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+    eps = tl.load(EPS)  # float64 for float64 inputs: a float argument would be rounded to fp32
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     inside = (rows[:, None] < M) & (cols[None, :] < N)
@@ -91,7 +92,8 @@ class _NormFunction(torch.autograd.Function):
         w = weight.contiguous() if weight is not None else x2  # (not read without AFFINE)
         b = bias.contiguous() if bias is not None else w
         if M:
-            _norm_fwd[(triton.cdiv(M, meta["BLOCK_M"]),)](x2, w, b, y, mean, rstd, M, N, eps, **meta)
+            _norm_fwd[(triton.cdiv(M, meta["BLOCK_M"]),)](x2, w, b, y, mean, rstd, M, N,
+                                                          torch.tensor([eps], dtype=acc_t, device=x.device), **meta)
         ctx.save_for_backward(x2, w, mean, rstd)
         ctx.meta, ctx.N, ctx.shape = meta, N, x.shape
         ctx.has = (weight is not None, bias is not None)

@@ -195,7 +195,7 @@ def test_permutation(target, cfg):
 
 
 @given(cfg=attn_configs())
-@covering(regimes.ATTENTION)
+@covering(regimes.FLOAT64_ATTENTION + regimes.ATTENTION)
 def test_scale(target, cfg):
     run(target, check_scale, cfg)
 

@@ -248,6 +248,7 @@ def test_agreement(target, cfg):
 
 
 @given(cfg=attn_configs())
+@covering(regimes.FLOAT64_ATTENTION)
 def test_scale(target, cfg):
     run(target, check_scale, cfg)
 

@@ -190,6 +190,7 @@ def test_eps_inside_sqrt(target, cfg):
 
 
 @given(cfg=norm_configs(min_features=2))
+@covering(regimes.FLOAT64_NORMS)
 def test_eps_honoured(target, cfg):
     run(target, check_eps_honoured, cfg)
 

@@ -189,7 +189,7 @@ def test_no_mean_subtraction(target, cfg):
 
 
 @given(cfg=norm_configs())
-@covering(regimes.NORMS)
+@covering(regimes.FLOAT64_NORMS + regimes.NORMS)
 def test_eps(target, cfg):
     run(target, check_eps, cfg)
 

@@ -19,13 +19,16 @@ KERNELS = Path(__file__).resolve().parents[3] / "reference" / "triton"
 DECLARATIONS = ("HARNESS_TILES", "HARNESS_CONVENTIONS", "HARNESS_UNSUPPORTED", "HARNESS_SIZES", "HARNESS_DTYPES")
 
 
-def mutant(name: str, old: str, new: str, count: int = 1):
-    source = (KERNELS / f"{name}.py").read_text()
-    found = source.count(old)
-    if found != count:
-        raise RuntimeError(f"planted bug out of date: {old!r} occurs {found} times in "
-                           f"reference/triton/{name}.py, expected {count}")
-    text = source.replace(old, new)
+def mutant(name: str, old: str, new: str, count: int = 1, also: tuple[tuple[str, str], ...] = ()):
+    """``also``: further (old, new) edits of the same bug, each occurring once (a host-side change
+    with its kernel-side twin)."""
+    text = (KERNELS / f"{name}.py").read_text()
+    for o, n, c in ((old, new, count), *((a, b, 1) for a, b in also)):
+        found = text.count(o)
+        if found != c:
+            raise RuntimeError(f"planted bug out of date: {o!r} occurs {found} times in "
+                               f"reference/triton/{name}.py, expected {c}")
+        text = text.replace(o, n)
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     folder = Path(tempfile.gettempdir()) / "harness-triton-mutants"
     folder.mkdir(exist_ok=True)
