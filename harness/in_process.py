@@ -26,8 +26,7 @@ class InProcessBackend:
         """Import the target (``how``: ``harness.interpret.mode``); its ``TargetInfo``, whose
         ``load_error`` says why when it does not load (never raises)."""
         self.module, info = load_here(self.spec, how)
-        if info.interpreted:
-            self.limit.seconds *= interpret.TIMEOUT_FACTOR
+        self.limit.seconds *= interpret.limit_factor(info)
         return info
 
     def lookup(self, name: str) -> Any:

@@ -59,6 +59,11 @@ INSTALL = "python -m pip install 'triton==3.9.0'"
 DEFAULT_TILES = (64,)
 #: the per-call limit of an interpreted target, as a multiple of ``--impl-timeout``
 TIMEOUT_FACTOR = 10.0
+#: the per-call limit of a compiled Triton target (a GPU), as a multiple of ``--impl-timeout``: each
+#: new configuration (dtype, padded head dims, causal/window flags) is JIT-compiled on its first call,
+#: seconds each, and on the first H200 run (4 xdist workers compiling at once) first calls went past
+#: the 20 s default
+JIT_TIMEOUT_FACTOR = 6.0
 #: the most query heads an interpreted call gets (``fit``)
 MAX_HEADS = 16
 #: the share of the Hypothesis profile's examples an interpreted target's property checks
@@ -139,6 +144,18 @@ def compiled_scalars() -> bool:
     fp32_floats.harness_fp32_floats = True
     interpreter._implicit_cvt = fp32_floats
     return True
+
+
+def jit_compiled(module) -> bool:
+    """After the import: the target's Triton kernels are compiled (not interpreted): a GPU run."""
+    return os.environ.get(ENV) != "1" and "triton" in sys.modules and uses_triton(module)
+
+
+def limit_factor(info) -> float:
+    """How many times ``--impl-timeout`` one call of the target described by ``info`` may take."""
+    if info.interpreted:
+        return TIMEOUT_FACTOR
+    return JIT_TIMEOUT_FACTOR if getattr(info, "jit", False) else 1.0
 
 
 def _is_triton(value) -> bool:

@@ -31,7 +31,7 @@ import torch
 
 from harness import configs, guard, options, wire, worker
 from harness.handles import Remote, _renamed
-from harness.interpret import INSTALL, TIMEOUT_FACTOR
+from harness.interpret import INSTALL, limit_factor
 from harness.target_import import BrokenTarget, Missing, TargetInfo
 
 __all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload", "describe_exit",
@@ -133,8 +133,8 @@ class WorkerBackend:
             self._spawn()
             self.info = self.request(self._load_request(), f"import of {self.spec}",
                                      timeout=self.import_timeout, limit_name="--import-timeout")
-            if self.info.interpreted:  # Triton's interpreter: a per-call limit sized for it
-                self.limit.seconds *= TIMEOUT_FACTOR
+            # Triton's interpreter, or compiled kernels' first-call JIT: a per-call limit sized for it
+            self.limit.seconds *= limit_factor(self.info)
         except guard.ImplementationError as exc:
             cause = exc.__cause__
             if isinstance(cause, TargetRaised):

@@ -158,7 +158,8 @@ def load_target(spec: str, *, cli_conventions: dict[str, str] | None = None, dev
     process (``"process"``: ``harness.isolation``). A target that does not load is a ``Target``
     whose ``load_error`` says why (cause, file:line, the first lines of its traceback). On a CPU
     device (or with ``triton_interpret``) Triton kernels run under the interpreter
-    (``harness.interpret``), with a per-call limit ``interpret.TIMEOUT_FACTOR`` times longer."""
+    (``harness.interpret``), with a per-call limit ``interpret.TIMEOUT_FACTOR`` times longer; compiled
+    Triton kernels (a GPU) get ``interpret.JIT_TIMEOUT_FACTOR`` times it, for first-call compiles."""
     how = interpret.mode(device, triton_interpret)
     if isolation == "process":
         backend = WorkerBackend(spec, timeout=timeout, import_timeout=import_timeout, threads=threads,

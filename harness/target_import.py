@@ -42,6 +42,8 @@ class TargetInfo:
     tiles: tuple[int, ...] | None = None
     #: its Triton kernels run under Triton's interpreter (``harness.interpret``)
     interpreted: bool = False
+    #: its Triton kernels are compiled, each configuration on its first call (a GPU)
+    jit: bool = False
     #: why it does not load (import error, broken declaration, hang, crash); None when it does
     load_error: str | None = None
     #: protocol names it imports from a third-party library and does not provide (``harness.provided``):
@@ -171,6 +173,8 @@ def import_and_describe(spec: str, how: str) -> tuple[ModuleType, TargetInfo]:
     info.interpreted = interpret.interpreted(module)
     if info.interpreted:
         interpret.compiled_scalars()
+    else:
+        info.jit = interpret.jit_compiled(module)
     return module, info
 
 

@@ -171,3 +171,24 @@ def test_state_machines_and_gradcheck_follow_the_tier(monkeypatch):
     monkeypatch.delenv(interpret.TIER_ENV)
     assert interpret.machine_examples(interpreted) == {"max_examples": interpret.budget()}
     assert not interpret.gradcheck_fast(interpreted)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason=f"triton is not installed: {interpret.INSTALL}")
+def test_compiled_triton_gets_a_first_call_compile_allowance(monkeypatch, tmp_path):
+    """On a GPU each new configuration of a Triton kernel is JIT-compiled on its first call: the
+    first H200 run saw first calls past the 20 s limit. A compiled Triton target gets
+    JIT_TIMEOUT_FACTOR x the limit, an interpreted one TIMEOUT_FACTOR x, anything else 1 x."""
+    from harness.target_import import TargetInfo
+    import triton  # noqa: F401  (a target's import brings it in)
+    path = tmp_path / "kernels.py"
+    path.write_text("import triton\n")
+    from harness.target_import import import_spec
+    module = import_spec(str(path))
+    monkeypatch.delenv(interpret.ENV, raising=False)
+    assert interpret.jit_compiled(module)
+    monkeypatch.setenv(interpret.ENV, "1")
+    assert not interpret.jit_compiled(module)
+    assert not interpret.jit_compiled(interpret)  # no triton in it
+    assert interpret.limit_factor(TargetInfo(file="k.py", jit=True)) == interpret.JIT_TIMEOUT_FACTOR > 1
+    assert interpret.limit_factor(TargetInfo(file="k.py", interpreted=True)) == interpret.TIMEOUT_FACTOR
+    assert interpret.limit_factor(TargetInfo(file="k.py")) == 1.0
