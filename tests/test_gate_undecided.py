@@ -112,13 +112,19 @@ def test_a_zero_byte_baseline_of_any_memory_metric_is_undecided():
 
 
 def test_the_stored_baseline_still_loads_and_passes_against_itself():
-    """cpu-reference (rows without a resolution) against itself: exit 0; its CPU peaks under the
-    legacy 1 MiB are undecided, every other value compared."""
+    """cpu-reference against itself: exit 0; its CPU peaks under the probe's resolution (the row's
+    ``peak_mem_resolution_bytes``; the legacy 1 MiB for rows stored before it) or without a value
+    are undecided, every other value compared."""
+    rows = [json.loads(line) for f in CPU_REFERENCE.rglob("results.jsonl") for line in f.read_text().splitlines()]
+    resolution = {r["key"]: r["metrics"]["peak_mem_resolution_bytes"] for r in rows
+                  if "peak_mem_resolution_bytes" in r.get("metrics", {})}
     df = tidy(load_runs([CPU_REFERENCE]))
     result = gate.gate(df, df, scope="all")
     assert result.code == 0 and result.matched > 0
     mem = result.table[result.table["metric"] == "peak_mem_bytes"]
-    under = mem[mem["baseline"] < LEGACY_RESOLUTION_BYTES]
+    # under: below the row's resolution, or no value (the probe said it could not resolve the point)
+    under = mem[[pd.isna(b) or b < resolution.get(k, LEGACY_RESOLUTION_BYTES)
+                 for k, b in zip(mem["key"], mem["baseline"])]]
     assert (under["verdict"] == UNDECIDED_RESOLUTION).all() and (mem.drop(under.index)["verdict"] == "ok").all()
     assert gate.gate(df, df, scope="all", strict=True).code == (1 if len(under) else 0)
 
