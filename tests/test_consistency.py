@@ -197,3 +197,29 @@ def test_check_passes_require_consistent():
     check.add_parser(parser.add_subparsers())
     args = parser.parse_args(["check", "--impl", "a", "--impl", "b", "--require-consistent"])
     assert "--require-consistent" in check.pytest_argv(args)
+
+
+ROTATE_HALF = '''
+from reference.rope import rope_math
+HARNESS_CONVENTIONS = {{"rope_layout": "rotate_half"}}
+
+def apply_rotary_embedding(x, positions, base=10000.0):
+    return rope_math(x, positions, base, layout="{layout}").to(x.dtype)
+'''
+
+
+@pytest.mark.parametrize("layout, verdict", [("rotate_half", "agree"), ("interleaved", "disagree")])
+def test_rope_pairings_are_compared_as_the_same_rotation(pytester, tmp_path, layout, verdict):
+    """reference (interleaved pairs) and a target that declares rotate_half: the differential gives
+    the latter the same pairs at (j, j + D/2) and reads its output back, so a correct rotate-half
+    RoPE agrees (the first H200 run reported reference.triton.rope and rope_interleaved as
+    disagreeing), and one that declares rotate_half but pairs (2j, 2j + 1) does not."""
+    target = tmp_path / f"rope_{layout}.py"
+    target.write_text(ROTATE_HALF.format(layout=layout))
+    report = tmp_path / "report"
+    result = run_suite(pytester, [CONSISTENCY / "test_consistency_positions.py"], ["reference", target],
+                       "apply_rotary_embedding", "--conformance-report", str(report))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    rows = {(r["part"], r["item"]): r["result"]
+            for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
+    assert rows[("differential", "apply_rotary_embedding")] == verdict, result.stdout.str()[-3000:]

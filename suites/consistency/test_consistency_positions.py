@@ -1,5 +1,6 @@
 """Consistency of the position-encoding names: the session's targets held to each other on the same
-inputs (``apply_rotary_embedding`` with its default base, ``alibi_bias`` up to the per-row constant
+inputs (``apply_rotary_embedding`` with its default base, each target in its declared ``rope_layout``
+(a rotate_half one is given the same pairs at (j, j + D/2)), ``alibi_bias`` up to the per-row constant
 softmax ignores on the causal keys, ``alibi_slopes``, ``t5_relative_position_bucket`` and
 ``t5_relative_position_bias`` exactly except within 1e-4 of a float32 bucket boundary,
 ``sinusoidal_position_embedding``). How the targets are called and compared:
@@ -21,7 +22,8 @@ from reference.alibi import alibi_distance, alibi_math, get_slopes
 from reference.rope import LAYOUTS
 from reference.sinusoidal import sinusoidal_math
 from reference.t5_bias import relative_positions
-from suites.consistency.differential import Case, as_float64, exact, not_compared, outputs_agree, policy
+from suites.consistency.differential import (Case, as_float64, call_function, exact, not_compared, outputs_agree,
+                                             policy)
 from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
                                       t5_bucket_configs)
 from suites.positions.helpers import rope_naive, rope_truth
@@ -36,6 +38,24 @@ NAMES_OF = "positions"
 
 def _rope_calls(cfg, device):
     return [("default base", (cfg.x(device), cfg.positions(device)), {})]
+
+
+def _rotate_half_order(D: int, device) -> torch.Tensor:
+    """Index i such that ``x[..., i]`` moves interleaved pair (2j, 2j + 1) to (j, j + D/2)."""
+    return torch.cat([torch.arange(0, D, 2, device=device), torch.arange(1, D, 2, device=device)])
+
+
+def _rope_invoke(target, name, cfg, args, kwargs):
+    """Each target in its declared ``rope_layout``, compared in the interleaved frame (the
+    reference's pairing, and that of a target that declares none): a ``rotate_half`` target gets
+    the interleaved pairs moved to (j, j + D/2) and its output moved back, so both pairings are held
+    to the same rotation (two named conventions are not a disagreement; a wrong angle still is)."""
+    if target.conventions.get("rope_layout") != "rotate_half":
+        return call_function(target, name, cfg, args, kwargs)
+    x, pos = args
+    idx = _rotate_half_order(x.shape[-1], x.device)
+    out = call_function(target, name, cfg, (x[..., idx], pos), kwargs)
+    return out[..., torch.argsort(idx)] if isinstance(out, torch.Tensor) and out.shape[-1:] == x.shape[-1:] else out
 
 
 def _rope_judge(cfg, label, args, kwargs, out_dtype):
@@ -110,7 +130,8 @@ def _slopes_judge(cfg, label, args, kwargs, out_dtype):
 
 #: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
 CASES: dict[str, Case] = {
-    "apply_rotary_embedding": Case(rope_configs().map(lambda c: replace(c, base=10000.0)), _rope_calls, _rope_judge),
+    "apply_rotary_embedding": Case(rope_configs().map(lambda c: replace(c, base=10000.0)), _rope_calls, _rope_judge,
+                                   invoke=_rope_invoke),
     "alibi_bias": Case(alibi_configs(), _alibi_calls, _alibi_judge),
     "t5_relative_position_bucket": Case(t5_bucket_configs().map(_defaults), _bucket_calls, exact, _bucket_exempt),
     "t5_relative_position_bias": Case(t5_bias_configs().map(_defaults), _bias_calls, exact, _bias_exempt),
