@@ -211,3 +211,15 @@ def test_gpu_profile_skips_on_cpu_unless_any_device(tmp_path, monkeypatch):
     rows, checks = run(tmp_path / "b", impl="reference", profile="gpu", cases=["reference"], seeds=[0], any_device=True)
     assert rows[0]["status"] == "ok" and rows[0]["params"]["lr"] == ft.PROFILES["gpu"].hyper.lr
     assert checks[0].passed is True and "0.85" in checks[0].name
+
+
+def test_finetune_run_refuses_a_target_that_does_not_load(tmp_path):
+    """finetune_run loads its target as harness bench does (harness.bench.open_target): a target
+    that does not import is one clear error and no row, not a run labelled with its name."""
+    from harness.bench import TargetNotLoaded
+    from harness.bench.finetune_run import run
+    bad = tmp_path / "broken.py"
+    bad.write_text("raise ImportError('planted import failure')\n")
+    with pytest.raises(TargetNotLoaded, match="planted import failure"):
+        run(tmp_path / "out", impl=str(bad), profile="smoke")
+    assert not (tmp_path / "out" / "results.jsonl").exists() or not (tmp_path / "out" / "results.jsonl").read_text()

@@ -94,3 +94,39 @@ def begin_run(store, target, impl: str, device: str, profile, suites, *, peak: d
     return Context(target=target, impl=impl, device=device, profile=profile, store=store, peak_tflops=peak,
                    cases=tuple(cases) if cases else None, threads=threads,
                    state={} if state is None else state)
+
+
+class TargetNotLoaded(Exception):
+    """The target does not load, so nothing is measured; the message says why and what to do."""
+
+
+def open_target(impl: str, device: str, suites, *, isolation: str = "none", timeout: float | None = None,
+                import_timeout: float | None = None, threads: int | None = None,
+                cli_conventions: dict[str, str] | None = None, keep_memory: bool = False):
+    """Load ``impl`` as every bench run measures it (``harness bench`` and
+    ``harness.bench.finetune_run``): the suites' modules preloaded in the worker's forkserver (never
+    under a call's limit), the configuration types a ``HARNESS_SIZES`` may name, the target loaded,
+    and its worker set up with the run's process-wide settings (``on_target.prepare_process``).
+    Raises ``TargetNotLoaded`` when it does not load: a benchmark of a target that did not run would
+    only label other code's numbers with its name."""
+    from harness import configs, options
+    from harness.bench import suites as registry
+    from harness.loader import load_target
+
+    if isolation == "process":
+        from harness import isolation as worker_isolation
+        worker_isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
+    configs.add_source(options.SUITES)
+    target = load_target(impl, cli_conventions=cli_conventions, device=device, isolation=isolation,
+                         timeout=timeout, import_timeout=import_timeout, threads=threads)
+    if target.load_error:
+        target.close()
+        cause = " ".join(target.load_error.split())
+        raise TargetNotLoaded(
+            f"the target {impl!r} does not load ({cause}), so nothing was measured: a benchmark of a target "
+            f"that did not run would only label other code's numbers with its name. Fix the target (its "
+            f"import must succeed: python -c 'import ...' or the file's own error above) and run again.")
+    if target.worker is not None:  # the worker measures the target's points: same settings
+        from harness.bench.on_target import prepare_process
+        target.worker.set_up(prepare_process, device, keep_memory, list(suites))
+    return target

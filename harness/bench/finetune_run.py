@@ -15,7 +15,7 @@ import dataclasses
 import time
 
 from harness import options
-from harness.bench import Check, begin_run, profiles
+from harness.bench import Check, begin_run, open_target, profiles
 
 #: finetune_run's profile names that are not bench profile names
 BENCH_NAMES = {"smoke": "tiny"}
@@ -52,14 +52,17 @@ def _run(store, *, impl, bench_profile, prof, cases, device, progress, state, me
     from harness.bench import env
     from harness.bench import finetune as ft
     from harness.bench.points import PointRunner
-    from harness import configs
-    from harness.loader import load_target
 
     peak = env.measure_peak_tflops(device) if measure_peak else {}
-    configs.add_source(options.SUITES)  # the configuration types a HARNESS_SIZES may name
-    ctx = begin_run(store, load_target(impl, device=device), impl, device, bench_profile, [ft.SUITE], peak=peak,
-                    cases=cases, state=state, extra={"finetune_profile": prof.name})
-    PointRunner(store, impl, device, progress=progress).run(ft.points(ctx), desc=ft.SUITE)
+    # in this process (isolation none), so that ``state`` (data, the stock model's runs) is shared
+    # between the calls of one process; a target that does not load raises TargetNotLoaded
+    target = open_target(impl, device, [ft.SUITE])
+    try:
+        ctx = begin_run(store, target, impl, device, bench_profile, [ft.SUITE], peak=peak,
+                        cases=cases, state=state, extra={"finetune_profile": prof.name})
+        PointRunner(store, impl, device, progress=progress).run(ft.points(ctx), desc=ft.SUITE)
+    finally:
+        target.close()
     rows = store.rows()
     return rows, ft.summary(ctx, rows)
 

@@ -195,37 +195,26 @@ def main(args) -> int:
 
 
 def _run(args, suites, device, profile, allocator, started) -> int:
-    from harness import configs, conventions
+    from harness import conventions
+    from harness.bench import TargetNotLoaded, open_target
     from harness.bench.store import ResultStore
-    from harness.loader import load_target
     from harness.runfolder import RunFolderError
 
-    threads = args.threads or profile.threads
-    if args.isolation == "process":  # imported once in the forkserver, never under a call's limit
-        from harness import isolation
-        isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
-    configs.add_source(options.SUITES)  # the configuration types a HARNESS_SIZES may name
-    target = load_target(args.impl, cli_conventions=conventions.parse_cli(args.convention), device=device,
-                         isolation=args.isolation, timeout=args.impl_timeout,
-                         import_timeout=args.import_timeout, threads=threads)
-    if target.load_error:
-        target.close()
-        cause = " ".join(target.load_error.split())
-        print(f"harness bench: error: the target {args.impl!r} does not load ({cause}), so nothing was "
-              f"measured and no point was recorded in {args.out}: a benchmark of a target that did not "
-              f"run would only label other code's numbers with its name. Fix the target (its import "
-              f"must succeed: python -c 'import ...' or the file's own error above) and run again.",
-              file=sys.stderr)
+    try:
+        target = open_target(args.impl, device, suites, isolation=args.isolation, timeout=args.impl_timeout,
+                             import_timeout=args.import_timeout, threads=args.threads or profile.threads,
+                             cli_conventions=conventions.parse_cli(args.convention),
+                             keep_memory=allocator != "default")
+    except TargetNotLoaded as exc:
+        print(f"harness bench: error: {exc} (no point was recorded in {args.out})", file=sys.stderr)
         return 2
     try:
         store = ResultStore(args.out, resume=args.resume, overwrite=getattr(args, "overwrite", False))
     except RunFolderError as exc:
+        target.close()
         print(f"harness bench: error: {exc}", file=sys.stderr)
         return 2
     try:
-        if target.worker is not None:  # the worker measures the target's points: same settings
-            from harness.bench.on_target import prepare_process
-            target.worker.set_up(prepare_process, device, allocator != "default", suites)
         return _measure(args, suites, device, profile, allocator, started, target, store)
     finally:
         store.close()
