@@ -218,7 +218,8 @@ def _run(args, suites, device, profile, allocator, started) -> int:
               file=sys.stderr)
         return 2
     try:
-        store = ResultStore(args.out, resume=args.resume, overwrite=getattr(args, "overwrite", False))
+        store = ResultStore(args.out, resume=args.resume, overwrite=getattr(args, "overwrite", False),
+                            suites=suites)
     except RunFolderError as exc:
         print(f"harness bench: error: {exc}", file=sys.stderr)
         return 2
