@@ -177,3 +177,44 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
         written = run(again)
     assert [r["params"]["n"] for r in written] == [32]
     assert sorted(r["params"]["n"] for r in read_jsonl(store.path)) == [32, 64, 128]
+
+
+def test_resume_keeps_the_rows_of_suites_it_does_not_measure(tmp_path):
+    """gpu_baseline.sh runs the scaling suite alone, then receptive_field (etc.) into the same folder
+    with --resume: the second run must not drop the first one's non-ok rows (the "oom" and "skipped"
+    points of the O(n^2) cases are results), while a resumed suite's own non-ok rows are measured
+    again, so each key appears once."""
+    out = tmp_path / "run"
+    scaling = ["--impl", "reference", "--suite", "scaling", "--cases", "banded_window,torch.sdpa.efficient",
+               "--sizes", "32,64", "--passes", "fwd"]
+    assert bench(out, *scaling) == 0
+    first = read_jsonl(out / "results.jsonl")
+    skipped = {r["key"] for r in first if r["status"] == "skipped"}  # efficient is CUDA-only
+    assert skipped and {r["case"] for r in first if r["key"] in skipped} == {"torch.sdpa.efficient"}
+    assert bench(out, "--impl", "reference", "--suite", "receptive_field", "--cases", "banded_window",
+                 "--resume") == 0
+    rows = read_jsonl(out / "results.jsonl")
+    assert [r for r in rows if r["suite"] == "scaling"] == first
+    assert {r["suite"] for r in rows} == {"scaling", "receptive_field"}
+    assert len({r["key"] for r in rows}) == len(rows)
+    assert any(k.startswith("scaling|banded_window") for k in
+               __import__("json").loads((out / "fits.json").read_text()))
+    # resuming the scaling suite itself measures its non-ok points again (one row per key)
+    assert bench(out, *scaling, "--resume") == 0
+    again = read_jsonl(out / "results.jsonl")
+    assert len({r["key"] for r in again}) == len(again) == len(rows)
+    assert {r["key"] for r in again if r["status"] == "skipped"} == skipped
+
+
+def test_store_resume_without_suites_drops_every_non_ok_row(tmp_path):
+    from harness.bench.store import make_row
+    path = tmp_path / "run"
+    with ResultStore(path) as store:
+        store.append(make_row("r", "scaling", "a", "reference", "cpu", {"n": 1}, status="oom", reason="x"))
+        store.append(make_row("r", "kv_cache", "b", "reference", "cpu", {"n": 1}, status="error", reason="y"))
+        store.append(make_row("r", "kv_cache", "c", "reference", "cpu", {"n": 1}))
+    with ResultStore(path, resume=True, suites=["kv_cache"]) as store:
+        assert [(r["case"], r["status"]) for r in store.rows()] == [("a", "oom"), ("c", "ok")]
+        assert not store.is_done(store.rows()[0]["key"])
+    with ResultStore(path, resume=True) as store:
+        assert [(r["case"], r["status"]) for r in store.rows()] == [("c", "ok")]

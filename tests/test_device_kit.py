@@ -131,23 +131,74 @@ def test_shell_script_parses():
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
 
 
-def test_dry_run_plans_every_stage_with_the_triton_stages_last(tmp_path):
+ORDER = ["bench_scaling", "triton_bench", "conformance", "triton_conformance", "finetune", "finetune_swap",
+         "bench_checks"]
+DEADLINE_S, RESERVE_S, PREAMBLE_S = 560, 15, 15
+
+
+def _dry_run(tmp_path, **env) -> tuple[subprocess.CompletedProcess, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = tmp_path / "out"
+    full = dict(os.environ, HARNESS_DRY_RUN="1", OUT=str(out), HARNESS_RUN_DIR=str(tmp_path / "run"),
+                HARNESS_DEVICE_ASSETS=str(tmp_path / "none"), **env)
+    for var in [v for v in full if v.startswith("HARNESS_") and v not in env]:
+        if var not in ("HARNESS_DRY_RUN", "HARNESS_RUN_DIR", "HARNESS_DEVICE_ASSETS", "HARNESS_LIBS"):
+            full.pop(var)
+    proc = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=60)
+    return proc, out
+
+
+def test_dry_run_plans_the_stages_in_priority_order_within_the_deadline(tmp_path):
     """HARNESS_DRY_RUN=1 runs no stage: it prints each one's command at its whole budget (the worst
-    case), so the plan shows that the Triton stages (issue 22) get what the others leave."""
-    env = dict(os.environ, HARNESS_DRY_RUN="1", OUT=str(tmp_path / "out"), HARNESS_RUN_DIR=str(tmp_path / "run"),
-               HARNESS_DEVICE_ASSETS=str(tmp_path / "none"))
-    env.pop("HARNESS_STAGES", None)
-    proc = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    case). The plan of the first H200 run (2026-12-04) lost the scaling sweep to receptive_field
+    and kv_cache in one bench stage and ran conformance serially; now scaling runs alone first, the
+    Triton rows right after it, both conformance stages with -n 8 before the fine-tune, and in the
+    worst case every stage up to finetune gets its whole own budget before the deadline."""
+    proc, out = _dry_run(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    st = _stages(tmp_path / "out")
-    assert list(st) == ["bench", "finetune", "finetune_swap", "conformance", "triton_conformance", "triton_bench"]
-    assert all(s["status"] == "dry run" for s in list(st.values())[:5]), st
-    assert st["triton_bench"]["status"] == "skipped: deadline"  # every earlier stage at its whole budget
+    st = _stages(out)
+    assert list(st) == ORDER
+    first = ORDER[:5]
+    assert all(st[k]["status"] == "dry run" and st[k]["seconds"] == st[k]["budget_s"] for k in first), st
+    assert {k: st[k]["budget_s"] for k in first} == {"bench_scaling": 145, "triton_bench": 75, "conformance": 75,
+                                                     "triton_conformance": 85, "finetune": 150}
+    worst = PREAMBLE_S + sum(st[k]["seconds"] for k in first)
+    assert worst <= DEADLINE_S - RESERVE_S, worst
+    assert json.loads((out / "stages.json").read_text())["elapsed_s"] <= DEADLINE_S - RESERVE_S
+    # the low-priority stages live on rollover: nothing is left for them in the worst case
+    assert st["finetune_swap"]["status"] == st["bench_checks"]["status"] == "skipped: deadline"
+    scaling, checks = st["bench_scaling"]["command"], st["bench_checks"]["command"]
+    assert "--suite scaling " in scaling and "--time-budget-s 110" in scaling and "--resume" not in scaling
+    assert "--suite timer_selfcheck,receptive_field,kv_cache " in checks
+    assert f"--out {tmp_path / 'run' / 'bench'} " in scaling and f"--out {tmp_path / 'run' / 'bench'} " in checks
+    assert "--resume" in checks  # into the scaling stage's folder, keeping its rows
+    assert "--time-budget-s 40 " in st["triton_bench"]["command"]
+    assert st["conformance"]["command"].endswith("conformance-junit.xml -n 8")
     tcheck = st["triton_conformance"]["command"]
     for module in ("flash_attention", "kvcache", "norms", "rope", "rope_interleaved"):
         assert f"--impl reference.triton.{module} " in tcheck
-    assert "--device cuda" in tcheck and "triton_bench/conformance" in tcheck
+    assert "--device cuda" in tcheck and "triton_bench/conformance" in tcheck and tcheck.endswith(" -n 8")
     assert not (tmp_path / "run" / "bench").exists()  # nothing ran
+
+
+def test_dry_run_knobs(tmp_path):
+    """HARNESS_STAGES picks (never reorders) the new stage names, "bench" still means both bench
+    halves, an unknown name is refused; HARNESS_BUDGET_<STAGE> and HARNESS_CHECK_ARGS override;
+    with rollover off a subset ends early."""
+    proc, out = _dry_run(tmp_path / "a", HARNESS_STAGES="conformance,bench", HARNESS_BUDGET_BENCH_CHECKS="200",
+                         HARNESS_BUDGET_CONFORMANCE="30", HARNESS_CHECK_ARGS="", HARNESS_TRITON_ARGS="-n 2")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    st = _stages(out)
+    assert list(st) == ["bench_scaling", "conformance", "bench_checks"]
+    assert st["conformance"]["budget_s"] == 30 and st["bench_checks"]["budget_s"] == 200
+    assert st["conformance"]["command"].endswith("conformance-junit.xml")  # no xdist
+    assert "--time-budget-s 165 " in st["bench_checks"]["command"]
+    proc, out = _dry_run(tmp_path / "b", HARNESS_STAGES="triton_conformance", HARNESS_TRITON_ARGS="-n 2")
+    assert _stages(out)["triton_conformance"]["command"].endswith(" -n 2")
+    proc, _ = _dry_run(tmp_path / "c", HARNESS_STAGES="bench_scaling,triton")
+    assert proc.returncode == 2 and "unknown stage 'triton'" in proc.stderr
+    proc, _ = _dry_run(tmp_path / "d", HARNESS_BUDGET_BENCH="300")
+    assert proc.returncode == 0 and "HARNESS_BUDGET_BENCH is no longer read" in proc.stderr
 
 
 # ------------------------------------------------------------------ packing
@@ -299,8 +350,9 @@ def _rehearse(packed, tmp_path, hide_tabulate=False, **env) -> tuple[subprocess.
     for var in (fd.MODEL_DIR_ENV, fd.CORPUS_ENV, fd.WEIGHTS_NOTE_ENV, "HARNESS_STAGES", "HARNESS_RESUME"):
         if var not in env:
             full_env.pop(var, None)
+    deadline = int(full_env.get("HARNESS_DEADLINE_S", 300))  # the rehearsal's default deadline
     proc = subprocess.run(["bash", str(SCRIPT)], cwd=tmp_path, env=full_env, capture_output=True, text=True,
-                          timeout=280)
+                          timeout=deadline + 60)  # the stage in flight gets SIGKILL 15 s after the deadline
     return proc, out
 
 
@@ -310,24 +362,26 @@ def _stages(out: Path) -> dict:
 
 def test_rehearsal_records_a_timed_out_stage_and_goes_on(packed, tmp_path):
     """Also on a machine without tabulate (as the device): the conformance table needs the copy
-    carried in .device/pylib."""
+    carried in .device/pylib. "bench" names both bench stages; bench_checks runs after the timed-out
+    finetune, into bench/ with --resume, and keeps bench_scaling's rows, the non-ok ones too."""
     proc, out = _rehearse(packed, tmp_path, hide_tabulate=True, HARNESS_STAGES="bench,finetune,conformance",
                           HARNESS_BUDGET_FINETUNE="2", HARNESS_ROLLOVER="0", HARNESS_CHECK_K="t5_bucket",
                           HARNESS_BUDGET_CONFORMANCE="400")  # a busy CI machine: the time-out under test is finetune's
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert sorted(p.name for p in out.iterdir()) == ["gpu-run.log", "gpu-run.tar.gz", "stages.json"]
     st = _stages(out)
-    assert list(st) == ["bench", "finetune", "conformance"]
-    assert st["bench"]["exit_code"] == 0 and not st["bench"]["timed_out"]
+    assert list(st) == ["bench_scaling", "conformance", "finetune", "bench_checks"]
+    for name in ("bench_scaling", "conformance", "bench_checks"):
+        assert st[name]["exit_code"] == 0 and not st[name]["timed_out"], st[name]
     assert st["finetune"]["timed_out"] and st["finetune"]["exit_code"] in (124, 137)
-    assert st["conformance"]["exit_code"] == 0
     log = (out / "gpu-run.log").read_text()
     assert "TIMED OUT at 2s" in log and "fp16 weights sha256 matches the manifest" in log
     assert "tabulate is not installed here: using the copy carried in" in log
     with tarfile.open(out / "gpu-run.tar.gz") as tar:
         names = set(tar.getnames())
-    for name in ("bench/results.jsonl", "bench/env.json", "bench/conformance/conformance.csv",
-                 "logs/preamble.log", "logs/finetune.log", "stages.json", "device_manifest.json"):
+    for name in ("bench/results.jsonl", "bench/env.json", "bench/fits.json", "bench/conformance/conformance.csv",
+                 "logs/preamble.log", "logs/finetune.log", "logs/bench_scaling.log", "logs/bench_checks.log",
+                 "logs/bench_scaling.env.json", "stages.json", "device_manifest.json"):
         assert f"gpu-run/{name}" in names, name
 
     dest = tmp_path / "baseline"
@@ -335,15 +389,25 @@ def test_rehearsal_records_a_timed_out_stage_and_goes_on(packed, tmp_path):
     assert (dest / "bench" / "conformance" / "conformance.csv").is_file()
     assert (dest / "device" / "stages.json").is_file() and (dest / "report" / "report.html").is_file()
     assert "Conformance (bench)" in (dest / "report" / "report.html").read_text()
+    rows = [json.loads(line) for line in (dest / "bench" / "results.jsonl").read_text().splitlines()]
+    assert {r["suite"] for r in rows} == {"scaling", "timer_selfcheck", "receptive_field", "kv_cache"}
+    assert len({r["key"] for r in rows}) == len(rows)
+    # the CUDA-only SDPA backends are "skipped" on the CPU: bench_checks' --resume kept those rows
+    assert any(r["suite"] == "scaling" and r["status"] == "skipped" and "CUDA-only" in (r["reason"] or "")
+               for r in rows)
+    scaling_env = json.loads((dest / "device" / "logs" / "bench_scaling.env.json").read_text())
+    assert scaling_env["suites"] == ["scaling"]
 
 
 @pytest.mark.skipif(os.environ.get("HARNESS_TEST_FULL_REHEARSAL") != "1",
                     reason="the full rehearsal takes about a minute: set HARNESS_TEST_FULL_REHEARSAL=1")
 def test_full_rehearsal_every_stage_exits_0(packed, tmp_path):
-    proc, out = _rehearse(packed, tmp_path)
+    # a generous deadline: on a loaded 2-core machine the tiny fine-tune alone took 112 s (2026-12-04),
+    # and the 300 s default then leaves bench_checks, the last stage, nothing
+    proc, out = _rehearse(packed, tmp_path, HARNESS_DEADLINE_S="600")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     st = _stages(out)
-    assert list(st) == ["bench", "finetune", "finetune_swap", "conformance", "triton_conformance", "triton_bench"]
+    assert list(st) == ORDER
     ran = {k: s for k, s in st.items() if s["status"] == "ran"}  # the Triton stages: skipped without triton
     assert set(st) - set(ran) <= ({"triton_conformance", "triton_bench"}
                                   if importlib.util.find_spec("triton") is None else set()), st

@@ -8,7 +8,10 @@ folder that already holds results is refused too (``FolderExists``) unless
 
 - ``resume``: the rows whose status is "ok" are kept and only the rest is measured again; on
   opening, the file is rewritten (atomically, via a temporary file) without the non-ok rows, so
-  every key appears once;
+  every key appears once. Given ``suites`` (the suites this run measures), the rows of every other
+  suite are kept whatever their status: this run will not measure them again, so dropping a
+  scaling sweep's "oom" or "skipped" rows when a later ``--resume`` run adds kv_cache to the same
+  folder (scripts/device/gpu_baseline.sh's bench_checks stage) would lose them for good;
 - ``overwrite``: results.jsonl and the derived files (fits, gradient tables, fine-tune seed log)
   are removed first.
 """
@@ -68,7 +71,8 @@ def make_row(run_id: str, suite: str, case: str, impl: str, device: str, params:
 class ResultStore:
     """Append-only writer for ``<run_dir>/results.jsonl`` with resume by key (module doc)."""
 
-    def __init__(self, run_dir: str | os.PathLike, resume: bool = False, overwrite: bool = False):
+    def __init__(self, run_dir: str | os.PathLike, resume: bool = False, overwrite: bool = False,
+                 suites=None):
         if resume and overwrite:
             raise ValueError("resume and overwrite exclude each other")
         self.dir = Path(run_dir)
@@ -78,6 +82,7 @@ class ResultStore:
         self.run_id = self.dir.resolve().name
         self.resume = resume
         self.done: dict[str, dict] = {}
+        self.suites = None if suites is None else frozenset(suites)
         try:
             self._open(resume, overwrite)
         except BaseException:
@@ -87,10 +92,16 @@ class ResultStore:
     def _open(self, resume: bool, overwrite: bool) -> None:
         existing = read_jsonl(self.path)
         if resume:
-            self.done = {r["key"]: r for r in existing if isinstance(r, dict) and r.get("status") == "ok"}
+            rows = [r for r in existing if isinstance(r, dict) and "key" in r]
+            self.done = {r["key"]: r for r in rows if r.get("status") == "ok"}
+            kept: dict[str, dict] = {}  # every key once; an ok row wins over another row of its key
+            for r in rows:
+                if r.get("status") == "ok" or (self.suites is not None and r.get("suite") not in self.suites):
+                    if kept.get(r["key"], {}).get("status") != "ok" or r.get("status") == "ok":
+                        kept[r["key"]] = r
             tmp = self.path.with_suffix(".jsonl.tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
-                for row in self.done.values():
+                for row in kept.values():
                     fh.write(json.dumps(row, separators=(",", ":")) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())

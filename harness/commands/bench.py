@@ -209,7 +209,8 @@ def _run(args, suites, device, profile, allocator, started) -> int:
         print(f"harness bench: error: {exc} (no point was recorded in {args.out})", file=sys.stderr)
         return 2
     try:
-        store = ResultStore(args.out, resume=args.resume, overwrite=getattr(args, "overwrite", False))
+        store = ResultStore(args.out, resume=args.resume, overwrite=getattr(args, "overwrite", False),
+                            suites=suites)
     except RunFolderError as exc:
         target.close()
         print(f"harness bench: error: {exc}", file=sys.stderr)

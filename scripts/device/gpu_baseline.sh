@@ -6,27 +6,34 @@
 # Stages, in priority order, each under `timeout` with its own budget (SIGINT first, so pytest
 # still writes its conformance table and Python unwinds; SIGKILL 15 s later). Seconds a stage
 # leaves unused roll over to the next; a stage never gets more than what is left before the
-# overall deadline, so the script ends by ~9.6 min even when a stage hangs:
-#   bench          harness bench, suites scaling,receptive_field,kv_cache,timer_selfcheck, --profile gpu
-#   finetune       harness bench --suite finetune --cases majority_class,reference
-#   finetune_swap  --cases swap.sdpa,swap.layernorm into its own folder, seeded with finetune's rows
-#                  and run with --resume, so the stock model's per-seed runs are reused (not retrained)
-#   conformance    harness check --impl reference --hypothesis-profile ci -- --device cuda, the table written
-#                  to RUN/bench/conformance/ (inside the bench run folder, where `harness report`
-#                  reads it: notes/RESULTS_SCHEMA.md)
-#   triton_conformance  the same check against the Triton reference kernels (reference/triton/, issue 22),
-#                  compiled on the GPU (no "interpreted" header line), the table written to
-#                  RUN/triton_bench/conformance/
+# overall deadline, so the script ends by ~9.6 min even when a stage hangs. Budgets (s, own) from
+# the first H200 run (2026-12-04), worst case (every stage at its whole budget, HARNESS_DRY_RUN=1):
+# preamble 15, then 145 + 75 + 75 + 85 + 150 = 545 = the deadline minus the packing reserve:
+#   bench_scaling  harness bench --suite scaling --profile gpu (the reference: SDPA backends, naive,
+#                  sliding window, banded, lstm; forward, backward, forward+backward) into RUN/bench   145
 #   triton_bench   harness bench --impl reference.triton.flash_attention --suite scaling --cases
-#                  target.sdpa,target.sliding_window into RUN/triton_bench: the tiled kernel's fast rows,
-#                  reported beside bench/'s naive and SDPA rows
-# The Triton stages come last: they run on what the others leave of the deadline (notes/GPU_RUN.md
-# gives the warm-machine rerun that measures them when nothing is left). Where triton cannot be
-# imported they are recorded "skipped: triton not installed" (a CPU rehearsal without it).
+#                  target.sdpa,target.sliding_window into RUN/triton_bench: the tiled kernel's rows,
+#                  reported beside bench/'s naive and SDPA rows                                        75
+#   conformance    harness check --impl reference --hypothesis-profile ci -- --device cuda -n 8, the
+#                  table written to RUN/bench/conformance/ (inside the bench run folder, where
+#                  `harness report` reads it: notes/RESULTS_SCHEMA.md); measured 65 s with -n 8       75
+#   triton_conformance  the same check against the Triton reference kernels (reference/triton/,
+#                  issue 22), compiled on the GPU, -n 8, table in RUN/triton_bench/conformance/        85
+#   finetune       harness bench --suite finetune --cases majority_class,reference (measured 151 s)  150
+#   finetune_swap  --cases swap.sdpa,swap.layernorm into its own folder, seeded with finetune's rows
+#                  and run with --resume, so the stock model's per-seed runs are reused (not retrained);
+#                  needs ~330 s (10 seeds x ~31 s): in one call it logs the seeds it finishes        60*
+#   bench_checks   harness bench --suite timer_selfcheck,receptive_field,kv_cache into RUN/bench with
+#                  --resume (keeps bench_scaling's rows; measured ~26 + 81 s + start-up)              60*
+#   (* live on rollover: in the worst case nothing is left for them)
+# The stage "bench" of the first run's plan (all four bench suites in one stage) lost the whole
+# scaling sweep to receptive_field and kv_cache: with a time budget, `harness bench` runs scaling last.
+# Where triton cannot be imported the Triton stages are recorded "skipped: triton not installed".
 # The harness writes results.jsonl row by row, so a stage cut short still leaves its finished points.
 #
 # Returned in $OUT (after every stage, and by the EXIT trap): gpu-run.tar.gz (the run folder RUN:
-# bench/ finetune/ finetune_swap/ triton_bench/ logs/ stages.json device_manifest.json), gpu-run.log (this
+# bench/ finetune/ finetune_swap/ triton_bench/ logs/ (one log per stage, bench_scaling.env.json: the
+# scaling stage's env.json, which bench_checks replaces) stages.json device_manifest.json), gpu-run.log (this
 # script's whole output), stages.json (per stage: exit code, seconds, timed out?). The report is
 # built later, locally: python scripts/device/unpack_baseline.py OUT/gpu-run.tar.gz
 #
@@ -34,25 +41,28 @@
 #   HARNESS_REHEARSE=1          CPU rehearsal: --device cpu, bench --profile tiny, finetune --profile
 #                               tiny (= the smoke fine-tune), conformance on a -k subset, small budgets,
 #                               OUT defaults to runs/device-rehearsal/out
-#   HARNESS_STAGES              comma-separated subset (default bench,finetune,finetune_swap,conformance,
-#                               triton_conformance,triton_bench; they always run in that order)
-#   HARNESS_BUDGET_BENCH, HARNESS_BUDGET_FINETUNE, HARNESS_BUDGET_FINETUNE_SWAP,
-#   HARNESS_BUDGET_CONFORMANCE, HARNESS_BUDGET_TRITON_CONFORMANCE,
-#   HARNESS_BUDGET_TRITON_BENCH seconds per stage (defaults below)
+#   HARNESS_STAGES              comma-separated subset (default bench_scaling,triton_bench,conformance,
+#                               triton_conformance,finetune,finetune_swap,bench_checks; they always run in
+#                               that order; "bench" = bench_scaling,bench_checks; an unknown name: exit 2)
+#   HARNESS_BUDGET_BENCH_SCALING, HARNESS_BUDGET_TRITON_BENCH, HARNESS_BUDGET_CONFORMANCE,
+#   HARNESS_BUDGET_TRITON_CONFORMANCE, HARNESS_BUDGET_FINETUNE, HARNESS_BUDGET_FINETUNE_SWAP,
+#   HARNESS_BUDGET_BENCH_CHECKS seconds per stage (defaults below; HARNESS_BUDGET_BENCH is no longer
+#                               read, with a warning)
 #   HARNESS_DEADLINE_S          the whole script, from its start (default 560; rehearsal 300)
 #   HARNESS_ROLLOVER=0          a stage's unused seconds do not go to the next one
 #   HARNESS_INNER_MARGIN_S      the bench stages get --time-budget-s = their budget minus this (35)
 #   HARNESS_RESUME=1            keep RUN from an earlier call on the same (still warm) machine and pass
 #                               --resume: only the missing points are measured
 #   HARNESS_CHECK_K             pytest -k expression for the conformance stage ('' = everything)
-#   HARNESS_CHECK_ARGS          extra pytest arguments for the conformance stage (e.g. "-n 4")
+#   HARNESS_CHECK_ARGS          extra pytest arguments for the conformance stage (default "-n 8" on the
+#                               device, none when rehearsing; '' for none)
 #   HARNESS_TRITON_IMPLS        the Triton targets of triton_conformance (space-separated; default the five
 #                               modules of reference/triton; rehearsal: reference.triton.norms)
 #   HARNESS_TRITON_K            pytest -k expression for triton_conformance ('' = everything; rehearsal:
 #                               'rmsnorm and not grad')
-#   HARNESS_TRITON_ARGS         extra pytest arguments for triton_conformance (default "-n 4": the first
+#   HARNESS_TRITON_ARGS         extra pytest arguments for triton_conformance (default "-n 8": the first
 #                               call of each configuration compiles its kernels, so the workers compile
-#                               in parallel; '' for none)
+#                               in parallel; none when rehearsing; '' for none)
 #   HARNESS_DRY_RUN=1           print each stage's command and budget and run none (no GPU, no Python
 #                               stage): check the plan with `HARNESS_DRY_RUN=1 bash gpu_baseline.sh`
 #   HARNESS_DEVICE_ASSETS       the packed assets (default .device; scripts/device/pack_assets.py)
@@ -67,30 +77,52 @@ cd "$REPO" || exit 2
 T0_NS=$(date +%s%N)
 REHEARSE="${HARNESS_REHEARSE:-0}"
 
+if [ -n "${HARNESS_BUDGET_BENCH:-}" ]; then  # the stage "bench" was split in two (2026-12-04)
+  echo "warning: HARNESS_BUDGET_BENCH is no longer read: the bench stage is now bench_scaling and" \
+       "bench_checks (HARNESS_BUDGET_BENCH_SCALING, HARNESS_BUDGET_BENCH_CHECKS)" >&2
+fi
 if [ "$REHEARSE" = 1 ]; then
   DEV="${HARNESS_DEVICE:-cpu}"; BENCH_PROFILE=tiny; FT_PROFILE=tiny
   DEADLINE="${HARNESS_DEADLINE_S:-300}"
-  B_BENCH="${HARNESS_BUDGET_BENCH:-90}"; B_FT="${HARNESS_BUDGET_FINETUNE:-90}"
-  B_SWAP="${HARNESS_BUDGET_FINETUNE_SWAP:-60}"; B_CONF="${HARNESS_BUDGET_CONFORMANCE:-60}"
-  B_TCONF="${HARNESS_BUDGET_TRITON_CONFORMANCE:-90}"; B_TBENCH="${HARNESS_BUDGET_TRITON_BENCH:-45}"
-  CHECK_K="${HARNESS_CHECK_K-t5_bucket or sinusoidal}"
+  B_SCALING="${HARNESS_BUDGET_BENCH_SCALING:-60}"; B_TBENCH="${HARNESS_BUDGET_TRITON_BENCH:-45}"
+  B_CONF="${HARNESS_BUDGET_CONFORMANCE:-60}"; B_TCONF="${HARNESS_BUDGET_TRITON_CONFORMANCE:-90}"
+  B_FT="${HARNESS_BUDGET_FINETUNE:-90}"; B_SWAP="${HARNESS_BUDGET_FINETUNE_SWAP:-60}"
+  B_CHECKS="${HARNESS_BUDGET_BENCH_CHECKS:-60}"
+  CHECK_K="${HARNESS_CHECK_K-t5_bucket or sinusoidal}"; CHECK_ARGS="${HARNESS_CHECK_ARGS-}"
   TRITON_IMPLS="${HARNESS_TRITON_IMPLS:-reference.triton.norms}"
   TRITON_K="${HARNESS_TRITON_K-rmsnorm and not grad}"; TRITON_ARGS="${HARNESS_TRITON_ARGS-}"
   : "${OUT:=$REPO/runs/device-rehearsal/out}"
 else
+  # budgets from the first H200 run (2026-12-04; notes/GPU_RUN.md, "Time budget"): the stages up to
+  # finetune take the whole deadline at their own budgets (the dry run's worst case); finetune_swap
+  # and bench_checks live on the seconds the others leave (rollover)
   DEV="${HARNESS_DEVICE:-cuda}"; BENCH_PROFILE=gpu; FT_PROFILE=gpu
   DEADLINE="${HARNESS_DEADLINE_S:-560}"
-  B_BENCH="${HARNESS_BUDGET_BENCH:-150}"; B_FT="${HARNESS_BUDGET_FINETUNE:-200}"
-  B_SWAP="${HARNESS_BUDGET_FINETUNE_SWAP:-100}"; B_CONF="${HARNESS_BUDGET_CONFORMANCE:-45}"
-  B_TCONF="${HARNESS_BUDGET_TRITON_CONFORMANCE:-90}"; B_TBENCH="${HARNESS_BUDGET_TRITON_BENCH:-60}"
-  CHECK_K="${HARNESS_CHECK_K-}"
+  B_SCALING="${HARNESS_BUDGET_BENCH_SCALING:-145}"; B_TBENCH="${HARNESS_BUDGET_TRITON_BENCH:-75}"
+  B_CONF="${HARNESS_BUDGET_CONFORMANCE:-75}"; B_TCONF="${HARNESS_BUDGET_TRITON_CONFORMANCE:-85}"
+  B_FT="${HARNESS_BUDGET_FINETUNE:-150}"; B_SWAP="${HARNESS_BUDGET_FINETUNE_SWAP:-60}"
+  B_CHECKS="${HARNESS_BUDGET_BENCH_CHECKS:-60}"
+  # the machine has 16 cores: conformance with -n 8 took 65 s where the serial run had done ~50 of
+  # ~185 tests in 45 s; '' (HARNESS_CHECK_ARGS= ) for none
+  CHECK_K="${HARNESS_CHECK_K-}"; CHECK_ARGS="${HARNESS_CHECK_ARGS--n 8}"
   TRITON_IMPLS="${HARNESS_TRITON_IMPLS:-reference.triton.flash_attention reference.triton.kvcache reference.triton.norms reference.triton.rope reference.triton.rope_interleaved}"
-  TRITON_K="${HARNESS_TRITON_K-}"; TRITON_ARGS="${HARNESS_TRITON_ARGS--n 4}"
+  TRITON_K="${HARNESS_TRITON_K-}"; TRITON_ARGS="${HARNESS_TRITON_ARGS--n 8}"
   if [ -z "${OUT:-}" ] && [ "${HARNESS_DRY_RUN:-0}" != 1 ]; then
     OUT="$REPO/runs/device-out"; echo "warning: \$OUT is unset; writing to $OUT" >&2
   fi
 fi
-STAGES="${HARNESS_STAGES:-bench,finetune,finetune_swap,conformance,triton_conformance,triton_bench}"
+#: the stages in the order they run (priority order; HARNESS_STAGES picks a subset, never reorders)
+ALL_STAGES="bench_scaling,triton_bench,conformance,triton_conformance,finetune,finetune_swap,bench_checks"
+STAGES="${HARNESS_STAGES:-$ALL_STAGES}"
+_named=""
+for st in ${STAGES//,/ }; do
+  [ "$st" = bench ] && st=bench_scaling,bench_checks   # "bench" (before the split) = both halves
+  for s1 in ${st//,/ }; do
+    case ",$ALL_STAGES," in *",$s1,"*) ;; *) echo "unknown stage '$s1' in HARNESS_STAGES (known: $ALL_STAGES)" >&2; exit 2 ;; esac
+  done
+  _named="$_named,$st"
+done
+STAGES="${_named#,}"
 DRY_RUN="${HARNESS_DRY_RUN:-0}"
 RUN="${HARNESS_RUN_DIR:-$REPO/runs/gpu-run}"
 if [ "$DRY_RUN" = 1 ]; then  # a plan, not a run: nothing of an earlier run is touched
@@ -153,6 +185,9 @@ if compgen -G "$ASSETS/wheels/*.whl" > /dev/null; then
   fi
 fi
 
+#: seconds the preamble took on the H200 (2026-12-04: ~15 s with the packing after it); the dry run
+#: charges them before the first stage
+PREAMBLE_S=15
 DRY_ELAPSED=0  # dry run: the seconds the stages planned so far would take (each its whole budget)
 elapsed_s() { echo $(( ($(date +%s%N) - T0_NS) / 1000000000 + DRY_ELAPSED )); }
 json_str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; s=${s//$'\t'/ }; printf '"%s"' "$s"; }
@@ -255,6 +290,8 @@ run_stage() {  # run_stage NAME BUDGET_S COMMAND...
 # ---- preamble: what machine and libraries this is (logs/preamble.log), and the assets' check
 if [ "$DRY_RUN" = 1 ]; then
   echo "=== dry run (HARNESS_DRY_RUN=1): the plan, each stage at its whole budget; nothing runs; RUN=$RUN OUT=$OUT"
+  echo "=== preamble (dry run): charged ${PREAMBLE_S}s"
+  DRY_ELAPSED=$PREAMBLE_S
 else {
   echo "=== $(date -u +%FT%TZ) gpu_baseline.sh: rehearse=$REHEARSE device=$DEV stages=$STAGES deadline=${DEADLINE}s"
   echo "=== git: $(git rev-parse HEAD 2>/dev/null || echo '?') $(git status --porcelain 2>/dev/null | wc -l) changed file(s)"
@@ -291,19 +328,68 @@ fi
 pack
 
 H=(python3 -m harness)
-run_stage bench "$B_BENCH" "${H[@]}" bench --impl reference --suite scaling,receptive_field,kv_cache,timer_selfcheck \
+skip_stage() {  # skip_stage NAME BUDGET_S WHY
+  wanted "$1" || return 0
+  echo "=== stage $1: skipped ($3)"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" null 0 false "$2" "skipped: $3" "" >> "$STAGES_TSV"
+  pack
+}
+HAVE_TRITON=1   # the Triton stages are recorded "skipped: triton not installed" where it cannot be imported
+if [ "$DRY_RUN" != 1 ] && { wanted triton_bench || wanted triton_conformance; } \
+   && ! python3 -c 'import triton' >/dev/null 2>&1; then
+  HAVE_TRITON=0
+fi
+
+# 1. the reference's scaling sweep alone (SDPA, naive, sliding window, ...; forward, backward,
+# forward+backward): on 2026-12-04 it came last behind receptive_field and kv_cache in one bench
+# stage, and those two took its whole budget. receptive_field,kv_cache,timer_selfcheck are the
+# last stage (bench_checks), into the same folder with --resume
+run_stage bench_scaling "$B_SCALING" "${H[@]}" bench --impl reference --suite scaling \
   --profile "$BENCH_PROFILE" --device "$DEV" --out "$RUN/bench" --no-progress --time-budget-s @INNER_BUDGET@ "${RESUME[@]}"
 
+# 2. the Triton flash attention's scaling rows (reference/triton/, issue 22), reported beside 1's
+if [ "$HAVE_TRITON" = 1 ]; then
+  run_stage triton_bench "$B_TBENCH" "${H[@]}" bench --impl reference.triton.flash_attention --suite scaling \
+    --cases target.sdpa,target.sliding_window --profile "$BENCH_PROFILE" --device "$DEV" --out "$RUN/triton_bench" \
+    --no-progress --time-budget-s @INNER_BUDGET@ --resume
+else
+  skip_stage triton_bench "$B_TBENCH" "triton not installed"
+fi
+
+# 3. the reference's conformance table (inside bench/, where `harness report` reads it)
+CHECK=("${H[@]}" check --impl reference --hypothesis-profile ci --report "$RUN/bench/conformance")
+[ -n "$CHECK_K" ] && CHECK+=(-k "$CHECK_K")
+# shellcheck disable=SC2206  # HARNESS_CHECK_ARGS is split on spaces on purpose
+CHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/conformance-junit.xml" $CHECK_ARGS)
+run_stage conformance "$B_CONF" "${CHECK[@]}"
+
+# 4. the Triton kernels' conformance: compiled on the GPU (interpreted on a CPU rehearsal), every
+# applicable suite; the table in triton_bench/conformance/
+if [ "$HAVE_TRITON" = 1 ]; then
+  TCHECK=("${H[@]}" check --hypothesis-profile ci --report "$RUN/triton_bench/conformance")
+  # shellcheck disable=SC2206  # HARNESS_TRITON_IMPLS is a space-separated list on purpose
+  for impl in $TRITON_IMPLS; do TCHECK+=(--impl "$impl"); done
+  [ -n "$TRITON_K" ] && TCHECK+=(-k "$TRITON_K")
+  # shellcheck disable=SC2206  # HARNESS_TRITON_ARGS is split on spaces on purpose
+  TCHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/triton-conformance-junit.xml" $TRITON_ARGS)
+  run_stage triton_conformance "$B_TCONF" "${TCHECK[@]}"
+else
+  skip_stage triton_conformance "$B_TCONF" "triton not installed"
+fi
+
+# 5. the fine-tune: the stock model (majority_class, reference: 5 seeds)
 run_stage finetune "$B_FT" "${H[@]}" bench --impl reference --suite finetune --profile "$FT_PROFILE" --device "$DEV" \
   --cases majority_class,reference --out "$RUN/finetune" --no-progress --time-budget-s @INNER_BUDGET@ "${RESUME[@]}"
 
-# finetune_swap is seeded with the stock model's rows, reused through --resume (not retrained):
+# 6. finetune_swap is seeded with the stock model's rows, reused through --resume (not retrained):
 # this run's finetune/, else HARNESS_SEED_FINETUNE (a results.jsonl), else (not when rehearsing) the
-# committed baseline's, so that a rerun of finetune_swap alone on a fresh machine does not retrain them
+# committed baseline's, so that a rerun of finetune_swap alone on a fresh machine does not retrain them.
+# Each finished seed is logged in finetune_swap/finetune_seeds.jsonl, which a --resume rerun reuses
 SEED_FT="${HARNESS_SEED_FINETUNE:-}"
 if [ -z "$SEED_FT" ] && [ "$REHEARSE" != 1 ]; then SEED_FT="$REPO/reports/baselines/gpu-h200/finetune/results.jsonl"; fi
 if [ -s "$RUN/finetune/results.jsonl" ]; then SEED_FT="$RUN/finetune/results.jsonl"; fi
-if wanted finetune_swap && [ -n "$SEED_FT" ] && [ -s "$SEED_FT" ] && [ ! -s "$RUN/finetune_swap/results.jsonl" ]; then
+if wanted finetune_swap && [ "$DRY_RUN" != 1 ] && [ -n "$SEED_FT" ] && [ -s "$SEED_FT" ] \
+   && [ ! -s "$RUN/finetune_swap/results.jsonl" ]; then
   mkdir -p "$RUN/finetune_swap"
   cp "$SEED_FT" "$RUN/finetune_swap/results.jsonl"
   echo "=== finetune_swap seeded with $SEED_FT"
@@ -312,36 +398,15 @@ run_stage finetune_swap "$B_SWAP" "${H[@]}" bench --impl reference --suite finet
   --device "$DEV" --cases swap.sdpa,swap.layernorm --out "$RUN/finetune_swap" --no-progress --resume \
   --time-budget-s @INNER_BUDGET@
 
-CHECK=("${H[@]}" check --impl reference --hypothesis-profile ci --report "$RUN/bench/conformance")
-[ -n "$CHECK_K" ] && CHECK+=(-k "$CHECK_K")
-# shellcheck disable=SC2206  # HARNESS_CHECK_ARGS is split on spaces on purpose
-CHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/conformance-junit.xml" ${HARNESS_CHECK_ARGS:-})
-run_stage conformance "$B_CONF" "${CHECK[@]}"
-
-# ---- the Triton reference kernels (reference/triton/, issue 22): compiled on the GPU (interpreted on
-# a CPU rehearsal), every applicable suite, then the tiled flash attention's timed rows
-skip_stage() {  # skip_stage NAME BUDGET_S WHY
-  wanted "$1" || return 0
-  echo "=== stage $1: skipped ($3)"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" null 0 false "$2" "skipped: $3" "" >> "$STAGES_TSV"
-  pack
-}
-if [ "$DRY_RUN" != 1 ] && { wanted triton_conformance || wanted triton_bench; } \
-   && ! python3 -c 'import triton' >/dev/null 2>&1; then
-  skip_stage triton_conformance "$B_TCONF" "triton not installed"
-  skip_stage triton_bench "$B_TBENCH" "triton not installed"
-else
-  TCHECK=("${H[@]}" check --hypothesis-profile ci --report "$RUN/triton_bench/conformance")
-  # shellcheck disable=SC2206  # HARNESS_TRITON_IMPLS is a space-separated list on purpose
-  for impl in $TRITON_IMPLS; do TCHECK+=(--impl "$impl"); done
-  [ -n "$TRITON_K" ] && TCHECK+=(-k "$TRITON_K")
-  # shellcheck disable=SC2206  # HARNESS_TRITON_ARGS is split on spaces on purpose
-  TCHECK+=(-- --device "$DEV" --junitxml "$RUN/logs/triton-conformance-junit.xml" $TRITON_ARGS)
-  run_stage triton_conformance "$B_TCONF" "${TCHECK[@]}"
-
-  run_stage triton_bench "$B_TBENCH" "${H[@]}" bench --impl reference.triton.flash_attention --suite scaling \
-    --cases target.sdpa,target.sliding_window --profile "$BENCH_PROFILE" --device "$DEV" --out "$RUN/triton_bench" \
-    --no-progress --time-budget-s @INNER_BUDGET@ --resume
+# 7. the pass/fail bench suites, into bench/ beside 1's rows (--resume keeps the rows of the suites
+# it does not measure: harness/bench/store.py). timer_selfcheck first (3 s), then receptive_field
+# (~23 s on the H200), kv_cache (~16 s a point) last. Their env.json replaces 1's, which is kept
+# in logs/bench_scaling.env.json
+if wanted bench_checks && [ "$DRY_RUN" != 1 ] && [ -f "$RUN/bench/env.json" ] \
+   && [ ! -f "$RUN/logs/bench_scaling.env.json" ]; then
+  cp "$RUN/bench/env.json" "$RUN/logs/bench_scaling.env.json"
 fi
+run_stage bench_checks "$B_CHECKS" "${H[@]}" bench --impl reference --suite timer_selfcheck,receptive_field,kv_cache \
+  --profile "$BENCH_PROFILE" --device "$DEV" --out "$RUN/bench" --no-progress --time-budget-s @INNER_BUDGET@ --resume
 
 exit 0

@@ -7,14 +7,18 @@ and build its report locally (notes/GPU_RUN.md).
 Into DEST, as they are in the tarball:
 
     bench/          run folder (results.jsonl, env.json, fits.json, receptive_field_grad*.csv) with
-                    conformance/ inside it (conformance.csv/.md/.json: where `harness report` reads it)
+                    conformance/ inside it (conformance.csv/.md/.json: where `harness report` reads it);
+                    two stages write it: bench_scaling (the scaling rows), then bench_checks
+                    (timer_selfcheck, receptive_field, kv_cache, with --resume); env.json is then
+                    bench_checks', bench_scaling's is device/logs/bench_scaling.env.json
     finetune/       run folder: majority_class, reference
     finetune_swap/  run folder: the finetune rows it was seeded with + swap.sdpa, swap.layernorm
     triton_bench/   run folder: the Triton flash attention's scaling rows (target.sdpa and
                     target.sliding_window of reference.triton.flash_attention, compiled) with
                     conformance/ inside it: every suite against reference/triton's kernels
     device/         stages.json, logs/ (preamble.log: nvidia-smi and versions; one log per stage;
-                    conformance-junit.xml), device_manifest.json (the packed weights' provenance)
+                    conformance-junit.xml, triton-conformance-junit.xml, bench_scaling.env.json),
+                    device_manifest.json (the packed weights' provenance)
 
 A run folder in the tarball replaces the one of the same name in DEST; the others in DEST stay
 (a rerun of one stage brings back only that stage's folder). Folders without result rows (a
