@@ -16,8 +16,8 @@ to 64 (float32; 128 in float16) uses, and the smoke tier's first attention examp
 becomes (129, 65), one key in the second block, where an online softmax that never rescales
 passes. The lengths of T = 64 (63, 64, 65, 127, 129, odd ones in (65, 127)) are boundaries of the
 32- and 16-row tiles as well (64 = 2 x 32 = 4 x 16) and cross 3 to 9 of their blocks, and the
-regimes draw head dims up to 256 in every dtype, so the small tiles are exercised
-(``test_fit_lengths_cross_every_tile``).
+regimes' explicit examples have head dims up to 256, so the small tiles are exercised over
+several blocks (``test_fit_lengths_cross_every_tile``, ``test_the_regimes_run_every_tile``).
 """
 from __future__ import annotations
 
@@ -176,3 +176,23 @@ def test_wide_heads_run_small_tiles_and_match_sdpa():
         assert got[label]["tiles"] == want, (label, got[label]["tiles"])
         assert got[label]["out"] < tolerance[label], (label, got[label])
         assert got[label]["grad"] < 10 * tolerance[label], (label, got[label])
+
+
+def test_the_regimes_run_every_tile():
+    """The interpreted profile's explicit examples (``suites.regimes``, run first within its budget)
+    reach every row count the kernels pick, forward and backward, over several blocks."""
+    from suites import regimes
+    dtypes = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+              "float64": torch.float64}
+
+    def rows(configs, backward):
+        got = set()
+        for c in configs[:interpret.budget()]:
+            f = interpret.fit(c, fa.HARNESS_TILES)
+            m = fa.tiles(fa._pad(c.E), fa._pad(c.Ev), dtypes[c.dtype], backward)[0]
+            if max(f.L, f.S) > 2 * m:  # three blocks or more on the longer side
+                got.add(m)
+        return got
+
+    assert rows(regimes.AGREEMENT, False) == {16, 32, 64}
+    assert rows(regimes.GRAD, True) >= {16, 64}

@@ -58,8 +58,8 @@ import triton.language as tl
 
 #: every row count ``tiles`` picks is 16, 32 or 64; the harness is told the largest only: a
 #: length T-1, T, T+1, 2T+1 of T = 64 is one of the 16- and 32-row tiles too (64 = 2 x 32 = 4 x 16),
-#: where (16, 32, 64) would map long lengths to 16/32 classes (31, 25, 65) that fit in one
-#: 64-row block of a head dim <= 64 (see the report in tests/test_triton_tiles.py)
+#: where (16, 32, 64) would map long lengths to 16/32 classes (31, 25, 65) within one or two
+#: 64-row blocks of a head dim <= 64 (tests/test_triton_tiles.py's doc)
 HARNESS_TILES = (64,)
 HARNESS_CONVENTIONS = {"causal_alignment": "bottom_right"}
 HARNESS_UNSUPPORTED = {"attn_mask", "dropout", "autocast"}
