@@ -6,11 +6,34 @@ Shapes (torch's SDPA contract, leading batch dims flattened to B):
     query (..., Hq, L, E)    key (..., Hkv, S, E)    value (..., Hkv, S, Ev)    out (..., Hq, L, Ev)
     lse   (B, Hq, L) float32/float64: log-sum-exp of each score row, kept for the backward
 
-Tiles: BLOCK_M = BLOCK_N = 64 rows (``HARNESS_TILES``); head dims are padded to a power of two
-(up to 256) and masked, so L, S, E and Ev need not be multiples of anything. Query head h reads
-KV head h // (Hq // Hkv) (GQA / MQA). ``is_causal`` is bottom-right aligned (query i sees the keys
-j <= i + S - L, FlashAttention's convention); ``sliding_window_attention`` also drops the keys
-j <= i + S - L - window. A row with no visible key returns zeros (its lse is +inf).
+Head dims are padded to a power of two BE, BEV (16 ... 256) and masked, so L, S, E and Ev need
+not be multiples of anything. Query head h reads KV head h // (Hq // Hkv) (GQA / MQA).
+``is_causal`` is bottom-right aligned (query i sees the keys j <= i + S - L, FlashAttention's
+convention); ``sliding_window_attention`` also drops the keys j <= i + S - L - window. A row with
+no visible key returns zeros (its lse is +inf).
+
+Tiles (``tiles``, chosen on the host per call; ``HARNESS_TILES``): BLOCK_M = BLOCK_N rows from the
+bytes of one key + value row, row = (BE + BEV) * b, b the element size of tl.dot's operands when
+compiled (2 for float16/bfloat16, 4 for float32, 8 for float64):
+
+    row <= 512 bytes: 64 rows      row <= 1024: 32 rows      else: 16 (tl.dot's compiled minimum)
+
+so a rows x BE or rows x BEV tile is at most 32 KiB, and so is the accumulator (rows x BEV in
+float32, float64 for float64); num_warps 4 at 64 rows, 8 below. The operands of tl.dot go
+through shared memory, and the compiled loop keeps num_stages copies of what it loads, so
+num_stages is the largest of 3, 2, 1 (64 rows; 2, 1 below) whose estimate fits a 96 KiB budget
+(an H100/H200 block has ~227 KiB):
+
+    forward, decode:  (BLOCK_M * BE + stages * BLOCK_N * (BE + BEV)) * b           <= 96 KiB
+    backward:         rows * (BE + BEV + stages * (BE + 2 BEV)) * b   (K, V held; Q, dO, O looped)
+
+The backward holds more (dK, dV accumulators beside K, V; Q, dO, O per step): it halves the rows
+while rows * (BE + BEV) * acc_bytes > 32 KiB or the 1-stage estimate exceeds the budget, down to
+16. At BE = BEV = 256: float16 32 rows, 2 stages, 80 KiB; float32 16 rows, 2 stages, 80 KiB;
+float64 16 rows, 1 stage, 96 KiB (backward: 16, 2, 64 KiB; 16, 1, 80 KiB; 16, 1, 160 KiB). Only
+float64 backward with BEV = 256 (or BE = 256, BEV = 128) exceeds the budget, at the floor of 16
+rows and 1 stage: 100 ... 160 KiB, under the 227 KiB limit (``tests/test_triton_tiles.py``).
+The interpreter runs the same tiles (so a CPU run exercises every size a GPU compiles).
 
 Forward (one program per (query block, batch x head)): for each key block in range, scores
 S_ij = q_i k_j^T * scale; running max m_i, running sum l_i = l_i * exp(m_old - m_new) + sum_j
@@ -33,11 +56,14 @@ import torch
 import triton
 import triton.language as tl
 
+#: every row count ``tiles`` picks is 16, 32 or 64; the harness is told the largest only: a
+#: length T-1, T, T+1, 2T+1 of T = 64 is one of the 16- and 32-row tiles too (64 = 2 x 32 = 4 x 16),
+#: where (16, 32, 64) would map long lengths to 16/32 classes (31, 25, 65) within one or two
+#: 64-row blocks of a head dim <= 64 (tests/test_triton_tiles.py's doc)
 HARNESS_TILES = (64,)
 HARNESS_CONVENTIONS = {"causal_alignment": "bottom_right"}
 HARNESS_UNSUPPORTED = {"attn_mask", "dropout", "autocast"}
 HARNESS_SIZES = {"E": range(1, 257), "Ev": range(1, 257)}
-BLOCK = 64
 
 
 @triton.jit
@@ -225,6 +251,43 @@ def _pad(d: int) -> int:
     return max(16, triton.next_power_of_2(d))  # tl.dot needs >= 16 when compiled
 
 
+#: the shared-memory estimate ``tiles`` keeps under (bytes), and the registers' tile bound
+SHARED_BUDGET = 96 * 1024
+TILE_BYTES = 32 * 1024
+
+
+def shared_bytes(rows: int, BE: int, BEV: int, size: int, stages: int, backward: bool = False) -> int:
+    """The estimate of tl.dot operand tiles in shared memory (see the module doc)."""
+    if backward:
+        return rows * (BE + BEV + stages * (BE + 2 * BEV)) * size
+    return (rows * BE + stages * rows * (BE + BEV)) * size
+
+
+def tiles(BE: int, BEV: int, dtype: torch.dtype, backward: bool = False) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) for padded head dims BE, BEV and inputs of
+    ``dtype``: the rule of the module doc. The element size is the compiled tl.dot operands'
+    (the input's: bfloat16 is 2 bytes though the interpreter feeds it float32, ``dot_dtype``), so
+    the interpreter runs the tiles a GPU compiles."""
+    size = torch.empty((), dtype=dtype).element_size()
+    acc = 8 if dtype == torch.float64 else 4
+    row = (BE + BEV) * size
+    rows = 64 if row <= 512 else 32 if row <= 1024 else 16
+    if backward:
+        while rows > 16 and (rows * (BE + BEV) * acc > TILE_BYTES
+                             or shared_bytes(rows, BE, BEV, size, 1, True) > SHARED_BUDGET):
+            rows //= 2
+    stages = next((s for s in ((3, 2, 1) if rows == 64 else (2, 1))
+                   if shared_bytes(rows, BE, BEV, size, s, backward) <= SHARED_BUDGET), 1)
+    return rows, rows, 4 if rows == 64 else 8, stages
+
+
+def launch(BE: int, BEV: int, dtype: torch.dtype, backward: bool = False) -> dict:
+    """A kernel's tile keywords: BLOCK_M, BLOCK_N (constexprs), num_warps, num_stages (launch
+    options; the interpreter ignores them)."""
+    m, n, warps, stages = tiles(BE, BEV, dtype, backward)
+    return dict(BLOCK_M=m, BLOCK_N=n, num_warps=warps, num_stages=stages)
+
+
 def scalar(value: float, like: torch.Tensor) -> torch.Tensor:
     """A kernel's float argument as a 1-element tensor in the accumulator's dtype (float64 for
     float64 inputs, else float32), read with ``tl.load``: compiled Triton types a Python float
@@ -246,10 +309,12 @@ class _FlashAttention(torch.autograd.Function):
         acc = tl.float64 if q.dtype == torch.float64 else tl.float32
         lse = torch.empty((B, Hq, L), dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
                           device=q.device)
-        meta = dict(E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), BLOCK_M=BLOCK, BLOCK_N=BLOCK,
-                    CAUSAL=causal, WINDOWED=window is not None, ACC=acc, DOT=dot_dtype(q.dtype))
+        meta = dict(E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), CAUSAL=causal, WINDOWED=window is not None,
+                    ACC=acc, DOT=dot_dtype(q.dtype))
         args = (scalar(scale, q), L, S, Hq, Hq // Hkv, S - L, window or 0)
-        _fwd[(triton.cdiv(L, BLOCK), B * Hq)](q, k, v, o, lse, *args, *_strides(q, k, v, o), **meta)
+        tile = launch(meta["BE"], meta["BEV"], q.dtype)
+        _fwd[(triton.cdiv(L, tile["BLOCK_M"]), B * Hq)](q, k, v, o, lse, *args, *_strides(q, k, v, o),
+                                                        **meta, **tile)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.meta, ctx.args = meta, args
         return o
@@ -263,9 +328,11 @@ class _FlashAttention(torch.autograd.Function):
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         scale, L, S, Hq, group, off, window = ctx.args
         strides = _strides(q, k, v, o)
-        _bwd_dkdv[(triton.cdiv(S, BLOCK), B * Hkv)](q, k, v, o, do, lse, dk, dv, scale, L, S, Hq, Hkv, group, off,
-                                                    window, *strides, **ctx.meta)
-        _bwd_dq[(triton.cdiv(L, BLOCK), B * Hq)](q, k, v, o, do, lse, dq, *ctx.args, *strides, **ctx.meta)
+        tile = launch(ctx.meta["BE"], ctx.meta["BEV"], q.dtype, backward=True)
+        _bwd_dkdv[(triton.cdiv(S, tile["BLOCK_N"]), B * Hkv)](q, k, v, o, do, lse, dk, dv, scale, L, S, Hq, Hkv,
+                                                              group, off, window, *strides, **ctx.meta, **tile)
+        _bwd_dq[(triton.cdiv(L, tile["BLOCK_M"]), B * Hq)](q, k, v, o, do, lse, dq, *ctx.args, *strides,
+                                                           **ctx.meta, **tile)
         return dq, dk, dv, None, None, None
 
 

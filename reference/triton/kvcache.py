@@ -10,8 +10,9 @@ Position p lives in slot p mod Smax: a linear cache (n_b <= Smax), or with a win
 (Smax >= window). Query i of item b sits at position n_b - Lq + i (bottom-right); ``causal``: it
 sees the keys p <= its position, ``window`` w: only p > position - w.
 
-One program per (query block of BLOCK_M = 64, batch x query head) runs the online softmax of
-``flash_attention`` over the key positions it may see, BLOCK_N = 64 at a time: a position
+One program per (query block of BLOCK_M rows, batch x query head) runs the online softmax of
+``flash_attention`` over the key positions it may see, BLOCK_N at a time (64, 32 or 16 rows and
+the pipeline stages by the head dims and dtype: ``flash_attention.tiles``, its forward rule): a position
 p < c_b is read from its cache slot, p >= c_b from the new keys (so a slot this call overwrites
 still counts for its own queries), and nothing at or past n_b. The new keys and values are
 written into the caches after the kernel (torch indexing); RoPE is ``reference.triton.rope``'s
@@ -25,11 +26,11 @@ import torch
 import triton
 import triton.language as tl
 
-from reference.triton.flash_attention import _dot, _pad, dot_dtype, scalar
+from reference.triton.flash_attention import _dot, _pad, dot_dtype, launch, scalar
 from reference.triton.rope import rotate
 
+#: the largest of the 16, 32, 64 rows ``tiles`` picks (why not all three: flash_attention's note)
 HARNESS_TILES = (64,)
-BLOCK = 64
 
 
 @triton.jit
@@ -131,11 +132,11 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     strides = [s for t in (q, k_cache, v_cache, k, v, out) for s in t.stride()[:3]]
     if out.numel():
-        _decode[(triton.cdiv(Lq, BLOCK), B * Hq)](
+        tile = launch(_pad(E), _pad(Ev), q.dtype)
+        _decode[(triton.cdiv(Lq, tile["BLOCK_M"]), B * Hq)](
             q, k_cache, v_cache, k, v, seq, out, scalar(scale, q), Lq, Lnew, Smax, Hq, Hq // Hkv, window or 0, *strides,
-            E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), BLOCK_M=BLOCK, BLOCK_N=BLOCK, CAUSAL=bool(causal),
-            WINDOWED=window is not None, ACC=tl.float64 if q.dtype == torch.float64 else tl.float32,
-            DOT=dot_dtype(q.dtype))
+            E=E, EV=Ev, BE=_pad(E), BEV=_pad(Ev), CAUSAL=bool(causal), WINDOWED=window is not None,
+            ACC=tl.float64 if q.dtype == torch.float64 else tl.float32, DOT=dot_dtype(q.dtype), **tile)
     with torch.no_grad():  # the new keys and values, the last Smax of them, into their slots
         for b, c in enumerate(lens):
             kept = torch.arange(c, c + Lnew)[-Smax:] if Lnew else torch.arange(0)
