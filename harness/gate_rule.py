@@ -37,6 +37,13 @@ SUITE_TIME_FLOOR = {("cpu", "kv_cache"): 0.40}
 GATE_SLOWDOWN = {"cpu": 0.50, "cuda": 0.25}
 #: the rank test's level (one-sided)
 ALPHA = 0.01
+#: a time regression must also exceed the run's own machine noise: this many robust standard
+#: deviations (1.4826 x MAD) of the log time ratios of the comparison kernels it is judged net of,
+#: in its (run, suite, device, pass) group. A quiet machine's noise is small and the floors decide;
+#: under contention the points move by different factors (notes/MEASUREMENTS.md "The gate as
+#: rates": 6 of 10 busy runs of the unchanged reference failed without it, 0 of 10 with it, while
+#: a 1.5x slower target, replayed from the same runs, was named in 10 of 10)
+NOISE_SIGMAS = 3.0
 #: the CPU memory probe's resolution before rows recorded theirs (blocks mmapped from 1 MiB)
 LEGACY_RESOLUTION_BYTES = 1 << 20
 UNDECIDED_RESOLUTION = "undecided (below resolution)"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION, decides, detectable,
-                               device_kind, undecided_spread)
+from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, NOISE_SIGMAS, UNDECIDED_RESOLUTION, decides,
+                               detectable, device_kind, undecided_spread)
 from harness.stats import mann_whitney_greater
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",
@@ -117,8 +117,9 @@ def rank_p(base_samples, cur_samples, d: float) -> tuple[float, float] | None:
     return mann_whitney_greater(list(cur_samples), [x * d for x in base_samples])
 
 
-def metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
-    """The verdict rows of one point pair (both ``ok``); ``d``: the suite's drift."""
+def metric_rows(base: dict, cur: dict, d: float = 1.0, noise: float | None = None) -> list[dict]:
+    """The verdict rows of one point pair (both ``ok``); ``d``: the suite's drift; ``noise``: the
+    machine's noise in its group (``reports.gate.noise``; None: not measured)."""
     rows = []
     bm, cm = base["metrics"], cur["metrics"]
     device = cur.get("device", "cpu")
@@ -153,7 +154,7 @@ def metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
             note += f"; {'+' if net >= 1 else ''}{(net - 1) * 100:.1f}% net of the suite's drift x{d:.3f}"
         verdict = "regression" if worse else "improvement" if better else "ok"
         if metric in TIME_DERIVED:
-            verdict, note = _time_verdict(verdict, note, base, cur, metric, tol, d)
+            verdict, note = _time_verdict(verdict, note, base, cur, metric, tol, d, noise, net)
         rows.append({"metric": metric, "direction": direction, "baseline": b, "current": c,
                      "ratio": ratio, "allowed": tol, "verdict": verdict, "note": note})
     rows += _exact_rows(bm, cm)
@@ -161,8 +162,9 @@ def metric_rows(base: dict, cur: dict, d: float = 1.0) -> list[dict]:
 
 
 def _time_verdict(verdict: str, note: str, base: dict, cur: dict, metric: str, tol: float,
-                  d: float) -> tuple[str, str]:
-    """A time-derived metric's verdict under the spread rule (``harness.gate_rule``)."""
+                  d: float, noise: float | None = None, net: float = 1.0) -> tuple[str, str]:
+    """A time-derived metric's verdict under the spread rule (``harness.gate_rule``): a regression
+    within ``NOISE_SIGMAS`` of the run's machine noise is undecided (a busy machine), not red."""
     device = cur.get("device", "cpu")
     spread = max(relative_spread(metric, base["metrics"]), relative_spread(metric, cur["metrics"]))
     note += f"; detects >= +{tol * 100:.0f}% (spread {spread * 100:.0f}%)"
@@ -172,6 +174,13 @@ def _time_verdict(verdict: str, note: str, base: dict, cur: dict, metric: str, t
             note += f"; rank test p = {test[0]:.2g}"
             if test[0] >= ALPHA:
                 return undecided_spread(spread), note + f" >= {ALPHA}: the repeats overlap"
+        if noise is not None:
+            bound = math.exp(NOISE_SIGMAS * noise)
+            worse = net if DIRECTION.get(metric, "lower") == "lower" else (1 / net if net else math.inf)
+            if worse <= bound:
+                return undecided_spread(bound - 1), note + (
+                    f"; within the run's machine noise: +{(bound - 1) * 100:.0f}% ({NOISE_SIGMAS:g} robust sd of "
+                    f"the comparison kernels' time ratios, {noise * 100:.0f}% in log)")
     elif verdict == "ok" and not decides(tol, device):
         return undecided_spread(spread), note + " (too noisy for the gate's stated slowdown)"
     return verdict, note

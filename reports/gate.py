@@ -17,7 +17,9 @@ Thresholds (one row per compared metric):
   can detect (the ``allowed`` column; the note says "detects >= +X%"); a point whose ``tol`` is over
   the gate's stated slowdown (``GATE_SLOWDOWN``: 50 % CPU, 25 % GPU) is "undecided (spread X %)"
   unless it moved beyond ``tol``, and a move beyond ``tol`` that the rank test over both runs'
-  stored repeats (``time_samples_s``) does not confirm at ``ALPHA`` is undecided too.
+  stored repeats (``time_samples_s``) does not confirm at ``ALPHA`` is undecided too, and so is one
+  within ``NOISE_SIGMAS`` robust sd of the run's machine noise (``noise``: the comparison kernels'
+  log time ratios in the point's group; a busy machine slows points by different factors).
 - Undecided: CPU peak memory below the probe's resolution in either run (recorded as null with
   ``peak_mem_resolution_bytes``, or a value under it; rows without a resolution: 1 MiB), and a
   baseline of 0 bytes for a memory metric, are "undecided (below resolution)", never compared.
@@ -61,6 +63,7 @@ The gate (``gate``):
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -97,6 +100,18 @@ def _points(df: pd.DataFrame, stored: dict | None = None) -> dict[tuple[str, str
     return out
 
 
+def noise(pairs: list[tuple[dict, dict]]) -> float | None:
+    """The machine's noise in one group: the robust standard deviation (1.4826 x the median
+    absolute deviation) of the log ``time_s`` ratios over (baseline, current) pairs, None with
+    fewer than ``DRIFT_MIN_POINTS`` timed pairs."""
+    logs = sorted(math.log(c["metrics"]["time_s"] / b["metrics"]["time_s"]) for b, c in pairs
+                  if b["metrics"].get("time_s") and c["metrics"].get("time_s"))
+    if len(logs) < DRIFT_MIN_POINTS:
+        return None
+    mid = statistics.median(logs)
+    return 1.4826 * statistics.median(abs(x - mid) for x in logs)
+
+
 def drift(pairs: list[tuple[dict, dict]]) -> float | None:
     """The median ``time_s`` ratio current / baseline over (baseline, current) point pairs
     (None with fewer than ``DRIFT_MIN_POINTS`` timed pairs: no drift is taken out)."""
@@ -111,8 +126,10 @@ def drift(pairs: list[tuple[dict, dict]]) -> float | None:
 POOLED = "the run's comparison kernels of other suites"
 
 
-def _drifts(groups: dict) -> tuple[dict, dict]:
-    """The drift of each (run, suite, device, pass) group and what it was measured on.
+def _drifts(groups: dict) -> tuple[dict, dict, dict]:
+    """The drift of each (run, suite, device, pass) group, what it was measured on, and the
+    machine's noise there (``noise``, from the same comparison pairs; none where the drift came
+    from the target's own rows, which may be the regression).
 
     The machine is measured on the harness's comparison kernels (role other than "target"), never
     on the rows being judged: a target made uniformly slower would otherwise move the median it is
@@ -120,7 +137,7 @@ def _drifts(groups: dict) -> tuple[dict, dict]:
     (the kv_cache suite times only the target) takes the run's comparison pairs of every suite with
     the same device and pass; only where the run timed no comparison kernel at all does the drift
     come from every pair of the group (a uniform slowdown then passes as drift: the note says so)."""
-    drifts, sources = {}, {}
+    drifts, sources, noises = {}, {}, {}
     machine = {g: [(b, c) for b, c in pairs if c["role"] != "target"] for g, pairs in groups.items()}
     for g, pairs in groups.items():
         run_id, _, kind, pass_ = g
@@ -132,8 +149,10 @@ def _drifts(groups: dict) -> tuple[dict, dict]:
             d = drift(candidates)
             if d is not None:
                 drifts[g], sources[g] = d, f"{source}, {len(candidates)} pairs"
+                if candidates is not pairs:
+                    noises[g] = noise(candidates)
                 break
-    return drifts, sources
+    return drifts, sources, noises
 
 
 def _status_row(base: dict, cur: dict, allow_missing: bool) -> dict | None:
@@ -219,7 +238,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, *, scope: str = "target"
         if base is not None and base["status"] == cur["status"] == "ok":
             # a pass is its own workload (autograd moves memory, the forward computes): each its own drift
             groups.setdefault((run_id, cur["suite"], cur["device"], cur["pass"]), []).append((base, cur))
-    drifts, sources = _drifts(groups)
+    drifts, sources, noises = _drifts(groups)
     for (run_id, suite, kind, pass_), d in drifts.items():
         if sources[(run_id, suite, kind, pass_)].startswith(POOLED):
             continue  # (its row is the suite's that measured it; its points' notes give the factor)
@@ -248,8 +267,8 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, *, scope: str = "target"
         if status:
             found.append(status)
         if base["status"] == "ok" and cur["status"] == "ok":
-            d = drifts.get((run_id, cur["suite"], cur["device"], cur["pass"]), 1.0)
-            found += metric_rows(base, cur, d)
+            g = (run_id, cur["suite"], cur["device"], cur["pass"])
+            found += metric_rows(base, cur, drifts.get(g, 1.0), noises.get(g))
         if head["gated"] and any(r["verdict"] in COMPARED or is_undecided(r["verdict"]) for r in found):
             compared.add(key)
         rows += [{**head, **r} for r in found]

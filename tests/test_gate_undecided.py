@@ -256,3 +256,35 @@ def test_a_suite_that_moves_more_between_runs_has_its_own_floor():
     row = make_row("r", "kv_cache", "gqa", "reference", "cpu", {"kv_heads": 4},
                    metrics={"time_s": 1.0, "time_iqr_s": 0.05}, role="target")
     assert row["metrics"]["time_detectable_slowdown"] == pytest.approx(SUITE_TIME_FLOOR[("cpu", "kv_cache")])
+
+
+def _comparisons(name: str, factors) -> list[dict]:
+    """Comparison-kernel forward rows (torch.sdpa.math at six sizes), each ``factors[i]`` slower."""
+    sizes = (256, 368, 512, 720, 1024, 1456)
+    return [_row(name, "scaling", "torch.sdpa.math", {**SDPA, "n": n},
+                 {"time_s": 1e-3 * (n / 256) ** 2 * f, "time_iqr_s": 5e-5, "repeats": 5})
+            for n, f in zip(sizes, factors)]
+
+
+#: a busy run: the comparison kernels moved x1.0 ... x2.2 (drift x1.40, robust log sd 0.32: a
+#: machine-noise bound of exp(3 x 0.32) = x2.64 net of drift); a quiet one: all x1.40
+BUSY, STEADY = (1.0, 1.3, 1.7, 2.2, 1.1, 1.5), (1.4,) * 6
+
+
+@pytest.mark.parametrize("comparisons, slowdown, expected", [
+    (BUSY, 2.4, "undecided"),     # +71 % net of drift, within the run's own noise: not red
+    (STEADY, 2.4, "regression"),  # the same move where the comparison kernels agree: red
+    (BUSY, 5.0, "regression"),    # +257 % net: past the noise too
+])
+def test_a_busy_runs_machine_noise_makes_a_move_undecided_not_red(tmp_path, comparisons, slowdown, expected):
+    """Issue 25's busy runs: under contention points move by different factors (6 of 10 runs of the
+    unchanged reference failed on one or two of them). A time regression must also exceed
+    NOISE_SIGMAS robust sd of the comparison kernels' log ratios in its group."""
+    drifted = {(n, "fwd"): 1.4 for n in (512, 1024, 2048)}  # the forward group's drift (no bwd kernels here)
+    run = _points("RUN", {**drifted, (1024, "fwd"): slowdown}) + _comparisons("RUN", comparisons)
+    result = _gate(tmp_path, _points("BASE") + _comparisons("BASE", (1.0,) * 6), run)
+    t = result.table
+    row = t[(t["metric"] == "time_s") & (t["role"] == "target") & t["key"].str.contains('"n":1024}')].iloc[0]
+    assert row["verdict"].startswith(expected), (row["verdict"], row["note"])
+    assert ("machine noise" in row["note"]) == (expected == "undecided"), row["note"]
+    assert result.code == (0 if expected == "undecided" else 1)
