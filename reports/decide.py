@@ -154,7 +154,7 @@ def metric_rows(base: dict, cur: dict, d: float = 1.0, noise: float | None = Non
             note += f"; {'+' if net >= 1 else ''}{(net - 1) * 100:.1f}% net of the suite's drift x{d:.3f}"
         verdict = "regression" if worse else "improvement" if better else "ok"
         if metric in TIME_DERIVED:
-            verdict, note = _time_verdict(verdict, note, base, cur, metric, tol, d, noise, net)
+            verdict, note = _time_verdict(verdict, note, base, cur, metric, tol, d, noise=noise, net=net)
         rows.append({"metric": metric, "direction": direction, "baseline": b, "current": c,
                      "ratio": ratio, "allowed": tol, "verdict": verdict, "note": note})
     rows += _exact_rows(bm, cm)
@@ -162,7 +162,7 @@ def metric_rows(base: dict, cur: dict, d: float = 1.0, noise: float | None = Non
 
 
 def _time_verdict(verdict: str, note: str, base: dict, cur: dict, metric: str, tol: float,
-                  d: float, noise: float | None = None, net: float = 1.0) -> tuple[str, str]:
+                  d: float, *, noise: float | None = None, net: float = 1.0) -> tuple[str, str]:
     """A time-derived metric's verdict under the spread rule (``harness.gate_rule``): a regression
     within ``NOISE_SIGMAS`` of the run's machine noise is undecided (a busy machine), not red."""
     device = cur.get("device", "cpu")
