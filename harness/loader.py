@@ -48,6 +48,10 @@ class Target:
     #: what a suite measured once per target and reuses (key -> value; e.g. the RoPE module's
     #: layout per (head dim, base, device)); keys start with the suite's own name
     measured: dict = field(default_factory=dict)
+    #: name -> (worker generation, what ``lookup`` returned): a function, class or module is looked
+    #: up once per worker, not once per example (in a worker each lookup is a round trip: 4 in
+    #: 10 requests of a conformance run were lookups); plain data is looked up afresh
+    looked_up: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.backend is None:
@@ -143,7 +147,14 @@ class Target:
         """
         if self.load_error is not None:
             raise BrokenTarget(f"target {self.spec!r} could not be loaded: {self.load_error.splitlines()[0]}")
-        return self.backend.lookup(name)
+        generation = getattr(self.backend, "generation", 0)  # (a restarted worker: looked up again)
+        hit = self.looked_up.get(name)
+        if hit is not None and hit[0] == generation and (not self.isolated or self.backend.alive()):
+            return hit[1]  # (a dead worker's handle would be stale: the backend restarts it first)
+        value = self.backend.lookup(name)
+        if callable(value):  # (a handle into the worker, or a function, class or module here)
+            self.looked_up[name] = (getattr(self.backend, "generation", 0), value)  # (after a restart: the new one)
+        return value
 
     def close(self) -> None:
         """Stop the worker (isolated targets); a no-op in-process."""

@@ -265,6 +265,48 @@ def test_isolated_target_loads_in_a_worker_and_is_called_there(write, isolated):
     assert torch.equal(target.lookup(SDPA)(x, x, x), 2 * x)
 
 
+COUNTING = ("CALLS = []\nSETTINGS = {'x': 1}\n"
+            "def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,"
+            " is_causal=False, scale=None, enable_gqa=False):\n    return query * 2\n")
+
+
+@pytest.mark.parametrize("isolation", ["none", "process"])
+def test_a_function_is_looked_up_once_per_worker_and_data_every_time(write, isolation):
+    """A conformance run looks up its target's names once per example; in a worker each lookup
+    was a round trip (4 in 10 requests of a run). Functions are kept per worker; plain data
+    (a dict a suite might change) is looked up afresh."""
+    target = load_target(write(f"count_{isolation}.py", COUNTING), isolation=isolation, timeout=30)
+    try:
+        asked = []
+        real = target.backend.lookup
+        target.backend.lookup = lambda name: asked.append(name) or real(name)
+        first, again = target.lookup(SDPA), target.lookup(SDPA)
+        assert first is again and asked == [SDPA]
+        target.lookup("SETTINGS")["x"] = 2
+        settings = target.lookup("SETTINGS")
+        assert asked == [SDPA, "SETTINGS", "SETTINGS"]
+        if isolation == "process":  # (by value: the worker's own dict is unchanged)
+            assert settings == {"x": 1}
+        x = torch.arange(6.0).reshape(1, 1, 2, 3)
+        assert torch.equal(again(x, x, x), 2 * x)
+    finally:
+        target.close()
+
+
+def test_a_kept_handle_is_not_used_after_its_worker_died(write, isolated):
+    """After the worker died (a crash in an earlier example), the name is looked up in the new
+    worker: the old handle would name an object that no longer exists."""
+    target = isolated(write("count_dies.py", COUNTING))
+    first = target.lookup(SDPA)
+    target.backend.kill()  # (what a crash leaves: no process)
+    fresh = target.lookup(SDPA)
+    assert fresh is not first and fresh._ref.generation == first._ref.generation + 1
+    x = torch.arange(6.0).reshape(1, 1, 2, 3)
+    assert torch.equal(fresh(x, x, x), 2 * x)
+    from harness import target_ops
+    assert torch.equal(target.backend.apply(target_ops.call_each, (fresh, [(x, x, x)], {}), {}, "x")[0], 2 * x)
+
+
 def test_isolated_lookup_missing_and_broken_names(write, isolated):
     target = isolated(write("sig2.py", f"def {SDPA}(q, k):\n    return q\n"))
     with pytest.raises(BrokenTarget, match="lacks parameter"):
