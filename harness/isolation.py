@@ -283,10 +283,8 @@ class WorkerBackend:
         return self._unpack(reply, gens, what, kinds, harness_code)
 
     def _receive(self, limit: float, start: float, what: str, limit_name: str) -> bytes | None:
-        spin_until = time.perf_counter() + wire.SPIN_S
-        while time.perf_counter() < spin_until:  # most replies come within it: no sleep and wake-up
-            if self.conn.poll(0):
-                return self.conn.recv_bytes()
+        if wire.spin(self.conn):  # most replies come within it: no sleep and wake-up
+            return self.conn.recv_bytes()
         while True:
             remaining = limit - (time.monotonic() - start)
             if remaining <= 0:

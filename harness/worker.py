@@ -24,7 +24,6 @@ traceback, output, is_assertion) or ("missing"/"broken"/"broke a rule", message,
 from __future__ import annotations
 
 import contextlib
-import time
 import ctypes
 import os
 import signal
@@ -93,9 +92,7 @@ class TargetServer:
     def serve(self) -> None:
         while True:
             try:
-                spin_until = time.perf_counter() + wire.SPIN_S
-                while time.perf_counter() < spin_until and not self.conn.poll(0):
-                    pass  # the next request usually follows at once: no sleep and wake-up
+                wire.spin(self.conn)  # the next request usually follows soon: no sleep and wake-up
                 data = self.conn.recv_bytes()
             except (EOFError, OSError):
                 return

@@ -196,3 +196,20 @@ def test_a_build_runs_under_the_import_limit_and_a_call_under_the_per_call_one()
             on_target(target, time.sleep, 3)
     finally:
         target.close()
+
+
+def test_the_spin_sees_a_waiting_message_and_gives_up_without_one():
+    """``wire.spin``: both ends watch the pipe for a few ms before they sleep (a wake-up costs
+    more than most calls take); it must say whether a message came, and end when none does."""
+    import multiprocessing as mp
+    from harness import wire
+    here, there = mp.Pipe()
+    try:
+        assert wire.spin(here, 0.002) is False
+        there.send_bytes(b"request")
+        assert wire.spin(here, 60.0) is True  # (returns as soon as it is there, not after 60 s)
+        assert here.recv_bytes() == b"request"
+        assert wire.spin(here, 0.0) is False
+    finally:
+        here.close()
+        there.close()
