@@ -288,3 +288,22 @@ def test_a_busy_runs_machine_noise_makes_a_move_undecided_not_red(tmp_path, comp
     assert row["verdict"].startswith(expected), (row["verdict"], row["note"])
     assert ("machine noise" in row["note"]) == (expected == "undecided"), row["note"]
     assert result.code == (0 if expected == "undecided" else 1)
+
+
+@pytest.mark.parametrize("machine, slowdown, expected", [
+    (0.85, 1.15, "ok"),          # the kernels got faster, the target held its time: was "+35 % net of drift"
+    (0.85, 1.60, "regression"),  # a slower target on that machine: red on its own ratio
+    (1.40, 1.40 * 1.15, "ok"),   # a slower machine still excuses its share (net of drift)
+    (1.40, 1.40 * 1.60, "regression"),
+])
+def test_the_drift_excuses_a_slower_machine_and_never_accuses(tmp_path, machine, slowdown, expected):
+    """Issue 25, a quiet run: the backward comparison kernels ran x0.85 of the baseline's times and
+    the unchanged target's backward at n = 256 x1.32, which "net of drift" read +55 % and failed the
+    gate. Where the comparison kernels got faster (d < 1) a point is judged on its own ratio."""
+    run = _points("RUN", {(1024, "fwd"): slowdown}) + _comparisons("RUN", (machine,) * 6)
+    result = _gate(tmp_path, _points("BASE") + _comparisons("BASE", (1.0,) * 6), run)
+    t = result.table
+    row = t[(t["metric"] == "time_s") & (t["role"] == "target") & t["key"].str.contains('"n":1024}')].iloc[0]
+    assert row["verdict"] == expected, (row["verdict"], row["note"])
+    assert ("not held against it" in row["note"]) == (machine < 1), row["note"]
+    assert result.code == (1 if expected == "regression" else 0)
