@@ -174,6 +174,8 @@ def _time_verdict(verdict: str, note: str, base: dict, cur: dict, metric: str, t
     device = cur.get("device", "cpu")
     spread = max(relative_spread(metric, base["metrics"]), relative_spread(metric, cur["metrics"]))
     note += f"; detects >= +{tol * 100:.0f}% (spread {spread * 100:.0f}%)"
+    if base.get("runs"):
+        note += f"; baseline: {base['runs']} runs, between-run spread {base.get('between_run_spread', 0.0) * 100:.0f}%"
     if verdict == "regression":
         test = rank_p(base.get("samples", {}).get(SAMPLES), cur.get("samples", {}).get(SAMPLES), d)
         if test is not None and test[1] < ALPHA:  # the test can decide at these sample sizes

@@ -31,6 +31,8 @@ Thresholds (one row per compared metric):
   was timed, so that a uniformly slower target cannot hide in the drift); time-derived metrics are judged net of it,
   and the drift itself is one row per suite (metric ``time_s:suite_median``), worse when
   ``d > 1 + TIME_FLOOR[device kind]``.
+- A baseline of several runs (``reports.baseline_runs``): each point is their median, its spread
+  the larger of the runs' own and their between-run spread, its repeats pooled.
 - CPU memory is also allowed ``MEM_SLACK_CPU`` bytes beyond the relative floor (allocator arenas).
 - Exact-match pairs (``EXACT``): a measured value that equalled its formula in the baseline and does
   not now is a regression.
@@ -71,6 +73,7 @@ import pandas as pd
 
 from harness.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
 from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
+from reports.baseline_runs import combine
 from reports.decide import metric_rows
 
 DRIFT_MIN_POINTS = 4
@@ -229,7 +232,7 @@ def gate(current: pd.DataFrame, baseline: pd.DataFrame, *, scope: str = "target"
     (``reports.load.point_samples``; None: the IQR rule alone)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
-    base_points = {key: p for (_, key), p in _points(baseline, baseline_samples).items()}
+    base_points = combine(_points(baseline, baseline_samples))  # (a baseline of several runs: per point)
     cur_points = _points(current, current_samples)
     rows, compared = [], set()
     groups: dict[tuple[str, str, str], list] = {}
