@@ -189,8 +189,10 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
         steady = comparison[comparison["verdict"] == "ok"]
         parts += [f"<h2 id='comparison'>Baseline comparison ({_esc(baseline)})</h2>",
                   "<p class='meta'>ratio = current / baseline; allowed = max(floor, 2 &times; the "
-                  "relative spread of the noisier run): the slowdown the point can detect; undecided: "
-                  "too noisy for the gate's stated slowdown, or memory below the probe's resolution "
+                  "relative spread of the noisier run): the slowdown the point can detect; a time "
+                  "regression must also exceed 3 robust sd of the run's machine noise (the comparison "
+                  "kernels' own log time ratios); undecided: too noisy for the gate's stated slowdown "
+                  "or for the machine's noise, or memory below the probe's resolution "
                   "(fails the gate only with --strict).</p>", table_html(counts),
                   table_html(comparison_view(notable)),
                   folded(f"{len(steady)} unchanged (within the noise)", [table_html(comparison_view(steady))])]
