@@ -6,7 +6,8 @@ Time-derived metrics (time_s, tflops, tokens_per_s), per point:
 
 - The spread ``s`` of a measurement is its relative repeat-to-repeat spread, ``time_iqr_s / time_s``
   over the point's repeats. Two medians are only as comparable as the noisier of them, so a
-  comparison takes ``s = max(s_baseline, s_run)``.
+  comparison takes ``s = max(s_baseline, s_run)``. A baseline of several runs
+  (``reports.baseline_runs``) has for ``s`` the larger of its runs' own and their between-run spread.
 - The allowed change ``tol = max(floor, K_SPREAD * s)``, the floor ``TIME_FLOOR[device kind]`` or, for
   a suite measured to move more between runs, ``SUITE_TIME_FLOOR[(device kind, suite)]``. The floor is the
   between-run allowance that one run's repeats do not see (between two quiet runs a minute apart a
