@@ -81,6 +81,6 @@ def combined(points: list[dict]) -> dict:
         for name, values in (p.get("samples") or {}).items():
             pooled.setdefault(name, []).extend(values)
     out["samples"] = {n: v for n, v in pooled.items()
-                      if sum(1 for p in ok if (p.get("samples") or {}).get(n)) == len(ok)}
+                      if all((p.get("samples") or {}).get(n) for p in ok)}
     out["runs"] = len(ok)
     return out

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.conformance_table import KINDS, RARE_KINDS
-from harness.gate_rule import verdict_kind
+from harness.gate_rule import NOISE_SIGMAS, verdict_kind
 from reports.glance import common_text, named_cases, narrow
 
 CSS = """
@@ -190,7 +190,7 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
         parts += [f"<h2 id='comparison'>Baseline comparison ({_esc(baseline)})</h2>",
                   "<p class='meta'>ratio = current / baseline; allowed = max(floor, 2 &times; the "
                   "relative spread of the noisier run): the slowdown the point can detect; a time "
-                  "regression must also exceed 3 robust sd of the run's machine noise (the comparison "
+                  f"regression must also exceed {NOISE_SIGMAS:g} robust sd of the run's machine noise (the comparison "
                   "kernels' own log time ratios); undecided: too noisy for the gate's stated slowdown "
                   "or for the machine's noise, or memory below the probe's resolution "
                   "(fails the gate only with --strict).</p>", table_html(counts),
