@@ -273,7 +273,7 @@ class WorkerBackend:
         payload, gens = wire.dumps((msg[0], release, *msg[1:]))
         start = time.monotonic()
         try:
-            self.conn.send_bytes(payload)
+            wire.send(self.conn, payload)
             data = self._receive(limit, start, what, limit_name)
         except (BrokenPipeError, EOFError, ConnectionResetError):
             data = None
@@ -282,15 +282,15 @@ class WorkerBackend:
         reply, _ = wire.loads(data)
         return self._unpack(reply, gens, what, kinds, harness_code)
 
-    def _receive(self, limit: float, start: float, what: str, limit_name: str) -> bytes | None:
+    def _receive(self, limit: float, start: float, what: str, limit_name: str) -> wire.Message | None:
         if wire.spin(self.conn):  # most replies come within it: no sleep and wake-up
-            return self.conn.recv_bytes()
+            return wire.receive(self.conn)
         while True:
             remaining = limit - (time.monotonic() - start)
             if remaining <= 0:
                 self._lost(what, limit, limit_name)
             if self.conn.poll(min(remaining, 0.25)):
-                return self.conn.recv_bytes()
+                return wire.receive(self.conn)
             if not self.process.is_alive() and not self.conn.poll(0):
                 return None
 
@@ -366,9 +366,8 @@ def _written_back(reply, args: tuple, kwargs: dict):
     result, updated = reply
     for key, after in updated:
         mine = args[key] if isinstance(key, int) else kwargs[key]
-        if after.data_ptr() != mine.data_ptr():  # (a large CPU tensor already shares its memory)
-            with torch.no_grad():
-                mine.copy_(after.to(mine.device))
+        with torch.no_grad():
+            mine.copy_(after.to(mine.device))
     return result
 
 

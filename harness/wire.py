@@ -1,14 +1,17 @@
 """What crosses the boundary between the harness and a target's worker process.
 
 Messages are pickled (an in-memory pipe between two processes of this harness, never a stored
-file; results and baselines are JSON/CSV/Parquet). Tensors travel with their layout:
+file; results and baselines are JSON/CSV/Parquet). Tensors travel with their layout, as the
+bytes of their storage plus offset, size and stride, so a transposed, sliced or stride-0
+expanded view arrives as the same view:
 
-- a small tensor (< ``SHM_BYTES``) as the bytes of its storage plus offset, size and stride, so
-  a transposed, sliced or stride-0 expanded view arrives as the same view;
-- a large CPU tensor through shared memory (``torch.multiprocessing``'s reduction: no copy);
-- a CUDA tensor is staged through the CPU and rebuilt on its device (CUDA IPC handles would
-  tie the two processes' lifetimes together, and a worker killed mid-call must not take the
-  harness's memory with it).
+- a small storage (< ``OUT_OF_BAND_BYTES``) inside the pickle stream;
+- a larger one out of band (pickle protocol 5): written to the socket from the tensor's own
+  memory and read from it straight into a fresh tensor's memory, with no copy into or out of
+  the pickle stream;
+- a CUDA tensor is staged through the CPU and rebuilt on its device (CUDA IPC handles, or shared
+  memory, would tie the two processes' memory together, and a worker killed mid-call must not
+  take the harness's memory with it).
 
 A ``torch.Generator`` travels as its state and comes back as its state after the call, so the
 harness's generator advances exactly as it would in-process. Objects the worker keeps (modules,
@@ -20,13 +23,14 @@ import io
 import os
 import pickle
 import select
+import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-#: tensors at least this large (bytes of storage) go through shared memory
-SHM_BYTES = 1 << 20
+#: a tensor storage at least this large (bytes) travels out of band (``send``/``receive``)
+OUT_OF_BAND_BYTES = 64 * 1024
 #: a call's captured output is cut to its first and last KiB
 OUTPUT_KEEP = 1024
 
@@ -42,12 +46,16 @@ class Ref:
     is_callable: bool
 
 
-def _rebuild_small(data: bytearray, dtype: torch.dtype, offset: int, size, stride, requires_grad: bool,
-                   device: str) -> torch.Tensor:
-    if data and not isinstance(data, bytearray):
-        data = bytearray(data)  # (frombuffer needs a writable buffer)
-    storage = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-    base = storage.view(dtype) if data else torch.empty(0, dtype=dtype)
+def _rebuild(data, dtype: torch.dtype, offset: int, size, stride, requires_grad: bool,
+             device: str) -> torch.Tensor:
+    """A tensor from its storage's bytes: a uint8 tensor (out of band: ``receive`` read the bytes
+    into it), a ``bytearray`` (in band), or ``b""`` (an empty storage)."""
+    if isinstance(data, torch.Tensor):
+        base = data.view(dtype)
+    elif len(data):
+        base = torch.frombuffer(data if isinstance(data, bytearray) else bytearray(data), dtype=torch.uint8).view(dtype)
+    else:
+        base = torch.empty(0, dtype=dtype)
     t = base.as_strided(size, stride, offset)
     if device != "cpu":
         t = _restrided(t, device)
@@ -68,8 +76,9 @@ def _restrided(t: torch.Tensor, device: str) -> torch.Tensor:
 
 
 def _storage_bytes(t: torch.Tensor) -> pickle.PickleBuffer | bytes:
-    """The storage's bytes as a writable buffer: protocol 5 copies it into the message once and the
-    receiver gets a ``bytearray`` that ``_rebuild_small`` views without another copy."""
+    """The storage's bytes as a writable buffer: in band, protocol 5 copies it into the message
+    once and the receiver gets a ``bytearray`` that ``_rebuild`` views without another copy; out
+    of band (``Pickler``), the receiver gets the fresh memory ``receive`` read it into."""
     s = t.untyped_storage()
     if not s.nbytes():
         return b""
@@ -81,11 +90,8 @@ def reduce_tensor(t: torch.Tensor):
     device = str(t.device)
     if t.device.type != "cpu":
         cpu = _cpu_copy_same_strides(cpu)
-    if cpu.untyped_storage().nbytes() >= SHM_BYTES and device == "cpu" and not t.requires_grad:
-        from torch.multiprocessing.reductions import reduce_tensor as shm_reduce
-        return shm_reduce(cpu)
-    return (_rebuild_small, (_storage_bytes(cpu), cpu.dtype, cpu.storage_offset(), tuple(cpu.size()),
-                             tuple(cpu.stride()), bool(t.requires_grad), device))
+    return (_rebuild, (_storage_bytes(cpu), cpu.dtype, cpu.storage_offset(), tuple(cpu.size()),
+                       tuple(cpu.stride()), bool(t.requires_grad), device))
 
 
 def _cpu_copy_same_strides(t: torch.Tensor) -> torch.Tensor:
@@ -102,8 +108,8 @@ def _rebuild_generator(device: str, state: torch.Tensor) -> torch.Generator:
     return g
 
 
-def _as_parameter(t: torch.Tensor) -> torch.nn.Parameter:
-    return torch.nn.Parameter(t, requires_grad=t.requires_grad)
+def _as_parameter(t: torch.Tensor, requires_grad: bool = True) -> torch.nn.Parameter:
+    return torch.nn.Parameter(t, requires_grad=requires_grad)
 
 
 #: how long each side of the pipe watches for the other's next message before it sleeps: the
@@ -128,16 +134,24 @@ def spin(conn, seconds: float = SPIN_S) -> bool:
 
 
 class Pickler(pickle.Pickler):
-    """Tensors by layout (small) or shared memory (large); generators by state (recorded in
-    ``generators``, in the order the receiver rebuilds them)."""
+    """Tensors by layout (``reduce_tensor``; large storages out of band, into ``buffers``);
+    generators by state (recorded in ``generators``, in the order the receiver rebuilds them)."""
 
     def __init__(self, file):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.buffers: list[pickle.PickleBuffer] = []
+        super().__init__(file, protocol=5, buffer_callback=self._out_of_band)
         self.generators: list[torch.Generator] = []
+
+    def _out_of_band(self, buf: pickle.PickleBuffer) -> bool:
+        """False (out of band, kept in ``buffers``) for a large buffer; True (in band) otherwise."""
+        if buf.raw().nbytes < OUT_OF_BAND_BYTES:
+            return True
+        self.buffers.append(buf)
+        return False
 
     def reducer_override(self, obj):
         if isinstance(obj, torch.nn.Parameter):
-            return (_as_parameter, (obj.detach(),))
+            return (_as_parameter, (obj.detach(), obj.requires_grad))
         if isinstance(obj, torch.Tensor):
             return reduce_tensor(obj)
         if isinstance(obj, torch.Generator):
@@ -146,20 +160,27 @@ class Pickler(pickle.Pickler):
         return NotImplemented
 
 
-def dumps(obj) -> tuple[bytes, list[torch.Generator]]:
-    """The message's bytes, and the generators in it (whose states the reply brings back)."""
+@dataclass
+class Message:
+    """A pickled message: its pickle stream and its out-of-band buffers (``send`` writes both)."""
+    stream: bytes
+    buffers: list = field(default_factory=list)  # PickleBuffers (sent), uint8 tensors (received)
+
+
+def dumps(obj) -> tuple[Message, list[torch.Generator]]:
+    """The message, and the generators in it (whose states the reply brings back)."""
     buf = io.BytesIO()
     pickler = Pickler(buf)
     pickler.dump(obj)
-    return buf.getvalue(), pickler.generators
+    return Message(buf.getvalue(), pickler.buffers), pickler.generators
 
 
 class Unpickler(pickle.Unpickler):
     """Rebuilds a message; the generators in it are recorded in ``generators``, in the order the
     sender sent them (their states go back with the reply)."""
 
-    def __init__(self, file):
-        super().__init__(file)
+    def __init__(self, file, buffers=()):
+        super().__init__(file, buffers=buffers)
         self.generators: list[torch.Generator] = []
 
     def find_class(self, module: str, name: str):
@@ -173,7 +194,54 @@ class Unpickler(pickle.Unpickler):
         return g
 
 
-def loads(data: bytes) -> tuple[object, list[torch.Generator]]:
+def loads(message: Message) -> tuple[object, list[torch.Generator]]:
     """The message, and the generators rebuilt from it (in the sender's order)."""
-    unpickler = Unpickler(io.BytesIO(data))
+    unpickler = Unpickler(io.BytesIO(message.stream), message.buffers)
     return unpickler.load(), unpickler.generators
+
+
+# -- framing -------------------------------------------------------------------------------
+# One message on the socket: a prefix (the stream's length, the number of buffers), each
+# buffer's length, the pickle stream, then the buffers' bytes. Written with ``writev`` from the
+# objects' own memory; each buffer read into a fresh tensor's memory.
+_PREFIX = struct.Struct("<IQ")
+
+
+def send(conn, message: Message) -> None:
+    """Write ``message`` to ``conn``'s socket (blocking until it is all written)."""
+    sizes = [b.raw().nbytes for b in message.buffers]
+    parts = [memoryview(_PREFIX.pack(len(sizes), len(message.stream)) + struct.pack(f"<{len(sizes)}Q", *sizes)),
+             memoryview(message.stream), *(b.raw() for b in message.buffers)]
+    fd = conn.fileno()
+    while parts:
+        written = os.writev(fd, parts[:512])
+        while parts and written >= parts[0].nbytes:
+            written -= parts[0].nbytes
+            parts.pop(0)
+        if written:
+            parts[0] = parts[0][written:]
+
+
+def receive(conn) -> Message:
+    """Read one message from ``conn``'s socket (EOFError when the other end is gone); each
+    out-of-band buffer lands in the memory of a fresh uint8 tensor, which its tensor views."""
+    fd = conn.fileno()
+    n_buffers, stream_len = _PREFIX.unpack(_read_exactly(fd, bytearray(_PREFIX.size)))
+    sizes = struct.unpack(f"<{n_buffers}Q", _read_exactly(fd, bytearray(8 * n_buffers))) if n_buffers else ()
+    stream = _read_exactly(fd, bytearray(stream_len))
+    buffers = []
+    for n in sizes:
+        memory = torch.empty(n, dtype=torch.uint8)
+        _read_exactly(fd, memory.numpy())
+        buffers.append(memory)
+    return Message(stream, buffers)
+
+
+def _read_exactly(fd: int, into):
+    view, got = memoryview(into).cast("B"), 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError("the other end of the pipe closed it")
+        got += n
+    return into

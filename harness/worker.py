@@ -93,7 +93,7 @@ class TargetServer:
         while True:
             try:
                 wire.spin(self.conn)  # the next request usually follows soon: no sleep and wake-up
-                data = self.conn.recv_bytes()
+                data = wire.receive(self.conn)
             except (EOFError, OSError):
                 return
             (op, release, *args), gens = wire.loads(data)
@@ -116,7 +116,7 @@ class TargetServer:
                 payload, _ = wire.dumps(("raised", type(exc).__name__,
                                          f"its result could not be sent back to the harness: {exc}",
                                          "", reply[2] if reply[0] == "ok" else None, False))
-            self.conn.send_bytes(payload)
+            wire.send(self.conn, payload)
 
     def op_load(self, spec: str, how: str = "off", sources: tuple = ()):
         self.spec = spec
