@@ -56,6 +56,7 @@ class TargetServer:
         self.module = None
         self.spec = "?"
         self.output_path = output_path
+        self.output = _Output(output_path)
 
     # -- objects ---------------------------------------------------------------------------
     def export(self, obj: Any) -> Any:
@@ -99,7 +100,7 @@ class TargetServer:
             (op, release, *args), gens = wire.loads(data)
             for oid in release:
                 self.objects.pop(oid, None)
-            with _capture(self.output_path) as out:
+            with self.output.request() as out:
                 try:
                     before = self.next_oid
                     value = getattr(self, "op_" + op)(*args)
@@ -194,37 +195,54 @@ def _with_output(reply, output: str, gen_states):
     return reply + (output,)
 
 
-class _Captured:
+class _Output:
+    """The worker's fds 1 and 2, pointed at its scratch file (``path``) for its whole life; the
+    output of one request is what was written during it. Per request this costs a few system
+    calls (an ``lseek`` and an ``fstat`` per fd): the file is emptied only after a request that
+    wrote, and fds 1 and 2 are pointed back at it only where the target moved or closed them."""
+
     def __init__(self, path: str):
-        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        st = os.fstat(self.fd)
+        self.file_id = st.st_dev, st.st_ino
+        self._point()
+
+    def _point(self) -> None:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        for fd in (1, 2):
+            try:
+                st = os.fstat(fd)
+                ours = (st.st_dev, st.st_ino) == self.file_id
+            except OSError:  # (closed by the target)
+                ours = False
+            if not ours:
+                os.dup2(self.fd, fd)
+
+    @contextlib.contextmanager
+    def request(self):
+        """Yields a ``_Captured`` whose text, after the request, is its output (capped)."""
+        cap = _Captured()
+        if os.lseek(self.fd, 0, os.SEEK_END):
+            os.ftruncate(self.fd, 0)  # (O_APPEND: the next write starts the file again)
+        self._point()
+        try:
+            yield cap
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            if os.lseek(self.fd, 0, os.SEEK_END):
+                cap._text = read_capped(self.fd)
+
+
+class _Captured:
+    def __init__(self):
         self._text = ""
 
     def text(self) -> str:
         return self._text
-
-
-@contextlib.contextmanager
-def _capture(path: str):
-    """fds 1 and 2 into ``path`` for the duration of one request; the text, capped."""
-    cap = _Captured(path)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    try:
-        yield cap
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(saved[0])
-        os.close(saved[1])
-        cap._text = read_capped(fd)
-        os.close(fd)
 
 
 def read_capped(fd: int, keep: int = wire.OUTPUT_KEEP) -> str:

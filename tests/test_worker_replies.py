@@ -41,3 +41,45 @@ def test_the_output_of_a_call_that_raised_is_forwarded(tgt, capsys):
         runner.impl(tgt, "noisy_failure")(torch.ones(3))
     captured = capsys.readouterr()
     assert "partial sums: 3.0" in captured.out + captured.err
+
+
+# ---- the worker's output capture survives a target that moves its fds ----------------------
+
+FD_MOVERS = textwrap.dedent('''
+    import os
+
+    def closes_fds(x):
+        os.close(1)
+        os.close(2)
+        return x
+
+    def redirects_fds(x):
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        return x
+
+    def prints(x):
+        print("tile sums", float(x.sum()), flush=True)
+        return x
+''')
+
+
+@pytest.fixture
+def movers(tmp_path):
+    yield from source_target(tmp_path, "fd_movers", FD_MOVERS, "process")  # (in-process would close pytest's)
+
+
+@pytest.mark.parametrize("mover", ["closes_fds", "redirects_fds"])
+def test_output_after_a_target_moved_its_fds_is_still_forwarded(movers, capsys, mover):
+    runner.impl(movers, mover)(torch.ones(3))
+    runner.impl(movers, "prints")(torch.ones(3))
+    captured = capsys.readouterr()
+    assert "tile sums 3.0" in captured.out + captured.err
+
+
+def test_each_call_forwards_only_its_own_output(movers, capsys):
+    for n in (1, 2, 3):
+        runner.impl(movers, "prints")(torch.ones(n))
+    text = "".join(capsys.readouterr())
+    assert [text.count(f"tile sums {n}.0") for n in (1, 2, 3)] == [1, 1, 1]
