@@ -19,6 +19,7 @@ functions, anything that is not plain data) travel as a ``Ref`` token.
 """
 from __future__ import annotations
 
+import ctypes
 import io
 import os
 import pickle
@@ -51,9 +52,10 @@ def _rebuild(data, dtype: torch.dtype, offset: int, size, stride, requires_grad:
     """A tensor from its storage's bytes: a uint8 tensor (out of band: ``receive`` read the bytes
     into it), a ``bytearray`` (in band), or ``b""`` (an empty storage)."""
     if isinstance(data, torch.Tensor):
-        base = data.view(dtype)
-    elif len(data):
-        base = torch.frombuffer(data if isinstance(data, bytearray) else bytearray(data), dtype=torch.uint8).view(dtype)
+        base = data[:len(data) - len(data) % dtype.itemsize].view(dtype)
+    elif len(data) >= dtype.itemsize:
+        base = torch.frombuffer(data if isinstance(data, bytearray) else bytearray(data), dtype=dtype,
+                                count=len(data) // dtype.itemsize)
     else:
         base = torch.empty(0, dtype=dtype)
     t = base.as_strided(size, stride, offset)
@@ -76,22 +78,26 @@ def _restrided(t: torch.Tensor, device: str) -> torch.Tensor:
 
 
 def _storage_bytes(t: torch.Tensor) -> pickle.PickleBuffer | bytes:
-    """The storage's bytes as a writable buffer: in band, protocol 5 copies it into the message
-    once and the receiver gets a ``bytearray`` that ``_rebuild`` views without another copy; out
-    of band (``Pickler``), the receiver gets the fresh memory ``receive`` read it into."""
+    """The storage's bytes as a writable buffer over its memory (a ctypes array that holds the
+    storage alive): in band, protocol 5 copies it into the message once and the receiver gets a
+    ``bytearray`` that ``_rebuild`` views without another copy; out of band (``Pickler``), the
+    receiver gets the fresh memory ``receive`` read it into."""
     s = t.untyped_storage()
-    if not s.nbytes():
+    n = s.nbytes()
+    if not n:
         return b""
-    return pickle.PickleBuffer(torch.empty(0, dtype=torch.uint8).set_(s).numpy())
+    memory = (ctypes.c_char * n).from_address(s.data_ptr())
+    memory.storage = s  # (the array does not own the memory: the storage must outlive it)
+    return pickle.PickleBuffer(memory)
 
 
 def reduce_tensor(t: torch.Tensor):
-    cpu = t.detach()
-    device = str(t.device)
-    if t.device.type != "cpu":
-        cpu = _cpu_copy_same_strides(cpu)
+    if t.is_cpu:
+        cpu, device = t, "cpu"
+    else:
+        cpu, device = _cpu_copy_same_strides(t.detach()), str(t.device)
     return (_rebuild, (_storage_bytes(cpu), cpu.dtype, cpu.storage_offset(), tuple(cpu.size()),
-                       tuple(cpu.stride()), bool(t.requires_grad), device))
+                       tuple(cpu.stride()), t.requires_grad, device))
 
 
 def _cpu_copy_same_strides(t: torch.Tensor) -> torch.Tensor:
@@ -150,14 +156,17 @@ class Pickler(pickle.Pickler):
         return False
 
     def reducer_override(self, obj):
-        if isinstance(obj, torch.nn.Parameter):
-            return (_as_parameter, (obj.detach(), obj.requires_grad))
-        if isinstance(obj, torch.Tensor):
+        cls = type(obj)  # (exact types first: this runs for every object in a message)
+        if cls is torch.Tensor:
             return reduce_tensor(obj)
-        if isinstance(obj, torch.Generator):
+        if cls is torch.Generator:
             self.generators.append(obj)
             return (_rebuild_generator, (str(obj.device), obj.get_state()))
-        return NotImplemented
+        if not isinstance(obj, torch.Tensor):
+            return NotImplemented
+        if isinstance(obj, torch.nn.Parameter):
+            return (_as_parameter, (obj.detach(), obj.requires_grad))
+        return reduce_tensor(obj)
 
 
 @dataclass

@@ -89,3 +89,31 @@ def test_a_closed_sender_is_end_of_file_not_a_hang():
     with pytest.raises(EOFError):
         wire.receive(there)
     there.close()
+
+
+def test_a_storage_outlives_its_last_reference_until_it_is_sent():
+    """The buffers point into the storages' memory (no copy): the message keeps each storage alive,
+    though nothing else refers to the tensor once ``dumps`` returned."""
+    import gc
+    message, _ = wire.dumps((torch.arange(300_000, dtype=torch.float32), torch.arange(100, dtype=torch.float32)))
+    gc.collect()
+    scribble = [torch.full((300_000,), -1.0) for _ in range(8)]  # (reuses freed memory, if any was freed)
+    here, there = mp.Pipe()
+    try:
+        sender = threading.Thread(target=wire.send, args=(here, message))
+        sender.start()
+        (large, small), _ = wire.loads(wire.receive(there))
+        sender.join()
+    finally:
+        here.close()
+        there.close()
+    assert torch.equal(large, torch.arange(300_000, dtype=torch.float32)) and scribble
+    assert torch.equal(small, torch.arange(100, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("n", [6, 1 << 17 | 2])
+def test_a_view_of_another_dtypes_storage_whose_bytes_do_not_divide(n):
+    raw = torch.arange(n, dtype=torch.uint8)
+    t = raw[:4].view(torch.float32)  # (a float32 view of a storage of n bytes, n % 4 == 2)
+    _, _, back, _ = _through_socket(t)
+    assert back.dtype == torch.float32 and torch.equal(back.view(torch.uint8), raw[:4])
