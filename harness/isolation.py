@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import multiprocessing as mp
 import os
+import select
 import signal
 import sys
 import time
@@ -163,6 +164,8 @@ class WorkerBackend:
             self.process.start()
         child.close()
         self.conn = parent
+        self._exit_watch = select.poll()  # (``alive``: the sentinel is readable once the process ended)
+        self._exit_watch.register(self.process.sentinel, select.POLLIN)
         _LIVE.add(self)
 
     def _restart(self) -> None:
@@ -186,7 +189,8 @@ class WorkerBackend:
                             timeout=self.import_timeout, harness_code=True, limit_name="--import-timeout")
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.is_alive()
+        """Whether the worker runs: its sentinel polled (``is_alive`` costs ~20 us, every request)."""
+        return self.process is not None and not self._exit_watch.poll(0)
 
     def kill(self) -> None:
         """SIGKILL the worker's process group (its children, its threads) and reap it."""
