@@ -197,7 +197,7 @@ class WorkerBackend:
         p = self.process
         if p is None:
             return
-        if p.pid and p.is_alive():
+        if p.pid and self.alive():
             for kill in (lambda: os.killpg(p.pid, signal.SIGKILL), lambda: os.kill(p.pid, signal.SIGKILL)):
                 try:
                     kill()
@@ -295,7 +295,7 @@ class WorkerBackend:
                 self._lost(what, limit, limit_name)
             if self.conn.poll(min(remaining, 0.25)):
                 return wire.receive(self.conn)
-            if not self.process.is_alive() and not self.conn.poll(0):
+            if not self.alive() and not self.conn.poll(0):
                 return None
 
     def _lost(self, what: str, limit: float | None, limit_name: str):
