@@ -243,7 +243,7 @@ class WorkerBackend:
                 f"{name}: this object was lost when the worker of {self.spec!r} restarted after an "
                 f"earlier crash or timeout")
         try:
-            reply = self.request(("call", remote._ref, name, args, kwargs, self._ctx()), f"{name}({shown})")
+            reply = self.request(("call", remote._callee, name, args, kwargs, self._ctx()), f"{name}({shown})")
             return _written_back(reply, args, kwargs) if guard.writes_into(name) else reply
         except WorkerLost as exc:
             if "per-call limit" in str(exc):

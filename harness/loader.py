@@ -60,6 +60,11 @@ class Target:
     def __repr__(self) -> str:
         return f"Target({self.spec!r})"
 
+    def _repr_pretty_(self, printer, cycle) -> None:
+        """Hypothesis prints a test's arguments, this fixture among them, for every example: the
+        repr, not a walk through every field (``verified`` and ``measured`` grow over a session)."""
+        printer.text(repr(self))
+
     @property
     def id(self) -> str:
         """Short name for test ids and report columns."""

@@ -26,6 +26,7 @@ from hypothesis.errors import UnsatisfiedAssumption
 
 from harness import guard, target_ops
 from harness.configs import Config
+from harness.handles import is_module, method
 from harness.conventions import ConventionMismatch
 from harness.loader import Target
 from harness.target_import import Missing
@@ -168,6 +169,14 @@ def impl(target: Target, name: str) -> Callable[..., Any]:
 
     guarded.__name__ = name
     return guarded
+
+
+def move(target: Target, mod: Any, name: str, **to: Any) -> Any:
+    """``mod.to(**to)`` under the call rules (``name``: the module's protocol name); the moved
+    module, or ``mod`` itself when ``.to`` returned something else (a model's ``.to`` returns
+    ``self``). For a handle it is one round trip (``handles.method``)."""
+    moved = guard.call(target.limit, method(mod, "to"), f"{name}.to", **to)
+    return moved if is_module(moved) else mod
 
 
 def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -13,7 +13,8 @@ Requests (``wire``-pickled tuples) and what they return:
   ("call", ref, name, args, kwargs, ctx) -> ref(*args, **kwargs), exported, under ``name``'s call
                                             rules (``harness.guard.Inputs``); for a name that may write
                                             into its arguments (``guard.writes_into``):
-                                            (result, [(key, that argument after the call)])
+                                            (result, [(key, that argument after the call)]); ref may be
+                                            (ref, attr): that object's method ``attr`` (``handles.method``)
   ("getattr", ref, attr) / ("setattr", ref, attr, value)
   ("apply", fn, args, kwargs, ctx)       -> fn(*args, **kwargs): harness code run next to the
                                             target's objects (fn is imported here by name)
@@ -135,7 +136,7 @@ class TargetServer:
             raise _Reply(("broken", str(exc))) from None
 
     def op_call(self, ref, name, args, kwargs, ctx):
-        fn = self.resolve(ref)
+        fn = getattr(self.resolve(ref[0]), ref[1]) if type(ref) is tuple else self.resolve(ref)
         return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, rules=name)
 
     def op_apply(self, fn, args, kwargs, ctx):

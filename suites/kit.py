@@ -13,7 +13,8 @@ import for both. Suite files import no other module's private (``_``-prefixed) n
 ``helpers.py``.
 
 - calling the target: ``impl(target, name)`` (the guarded callable), ``on_target(target, fn, ...)``
-  (a module-level function run where the target lives), ``call_each`` (a statistical loop in
+  (a module-level function run where the target lives), ``move(target, mod, name, device=...)``
+  (a module's ``.to``), ``call_each`` (a statistical loop in
   batched requests), ``call_under_autocast``, ``manual_seed`` (seed where the target lives);
 - running a property: ``run(target, check, cfg)``, ``record_label``, ``require_features``,
   ``within_declarations``, ``verified`` / ``unverified`` (a fixed grid checked once per target),
@@ -29,12 +30,12 @@ from __future__ import annotations
 from harness.conventions import KNOWN, ConventionMismatch, check_convention
 from harness.guard import ImplementationError, expect_tensor
 from harness.handles import is_module
-from harness.runner import (UNSUPPORTED, Unsupported, call_each, call_under_autocast, impl, on_target,
+from harness.runner import (UNSUPPORTED, Unsupported, call_each, call_under_autocast, impl, move, on_target,
                             record_label, require_features, run, unverified, verified, within_declarations)
 from harness.target_ops import manual_seed
 from suites.strategies import DTYPE, SEED, autocast_dtypes
 
 __all__ = ["DTYPE", "KNOWN", "SEED", "UNSUPPORTED", "ConventionMismatch", "ImplementationError", "Unsupported",
            "autocast_dtypes", "call_each", "call_under_autocast", "check_convention", "expect_tensor", "impl",
-           "is_module", "manual_seed", "on_target", "record_label", "require_features", "run", "unverified",
+           "is_module", "manual_seed", "move", "on_target", "record_label", "require_features", "run", "unverified",
            "verified", "within_declarations"]

@@ -28,9 +28,8 @@ from typing import Any, Callable
 
 from hypothesis.stateful import RuleBasedStateMachine
 
-from harness import guard
 from harness.runner import PropertyFailure, property_name, repro_command
-from suites.kit import ImplementationError, impl, is_module, manual_seed, run, within_declarations
+from suites.kit import ImplementationError, impl, is_module, move, manual_seed, run, within_declarations
 
 
 @dataclass(frozen=True)
@@ -113,8 +112,7 @@ class Session:
         return mod
 
     def move(self, mod, device: str):
-        moved = guard.call(self.target.limit, mod.to, f"{self.module.name}.to", device=device)
-        return moved if is_module(moved) else mod
+        return move(self.target, mod, self.module.name, device=device)
 
     def step(self, index: int) -> None:
         """Make call ``index`` of ``cfg.calls`` on this instance and check it."""

@@ -10,7 +10,7 @@ from torch import nn
 
 from harness import guard, tolerance
 from suites.norms.configs import NormConfig
-from suites.kit import ImplementationError, expect_tensor, impl, is_module, on_target, require_features
+from suites.kit import ImplementationError, expect_tensor, impl, is_module, move, on_target, require_features
 from harness.target_ops import assign_parameters, under_autocast
 from reference.layernorm import layer_norm_math
 from suites.magnitudes import layer_norm_terms
@@ -31,8 +31,7 @@ def build(target, name: str, cfg: NormConfig, eps, *, affine: bool = True, shape
     if not is_module(mod):
         raise ImplementationError(f"{name}({shape!r}, eps={eps}, elementwise_affine={affine}) returned "
                                   f"{type(mod).__name__}; the protocol constructs an nn.Module")
-    moved = guard.call(target.limit, mod.to, f"{name}.to", device=target.device, dtype=dtype)
-    mod = moved if is_module(moved) else mod
+    mod = move(target, mod, name, device=target.device, dtype=dtype)
     if params:
         on_target(target, assign_parameters, mod, name, shape, params)
     return mod

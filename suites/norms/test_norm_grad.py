@@ -29,10 +29,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import guard, module_tensors, tolerance
+from harness import module_tensors, tolerance
 from suites import regimes
 from suites.norms.configs import NormConfig, norm_configs
-from suites.kit import ImplementationError, impl, is_module, on_target, run
+from suites.kit import ImplementationError, impl, is_module, move, on_target, run
 from suites.regimes import covering
 from harness.target_ops import LinearSublayer, module_gradcheck
 from reference.layernorm import layer_norm_math
@@ -177,7 +177,7 @@ def check_residual_block(target, cfg):
     block = impl(target, BLOCK)(dim, sub)
     if not is_module(block):
         raise ImplementationError(f"{BLOCK}({dim}, sublayer) returned {type(block).__name__}, not an nn.Module")
-    block = guard.call(target.limit, block.to, f"{BLOCK}.to", device=target.device, dtype=dtype)
+    block = move(target, block, BLOCK, device=target.device, dtype=dtype)
     x = cfg.x(target.device, std=BLOCK_STD)
     g = upstream(cfg.shape, dtype, cfg.generator(salt=9), target.device)
     out, (dx,), pg = target_grads(target, block, (x,), {}, (0,), g, module=sub, params=("weight",))

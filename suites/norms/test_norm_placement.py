@@ -18,9 +18,9 @@ import torch
 from hypothesis import given
 from torch import nn
 
-from harness import guard, tolerance
+from harness import tolerance
 from suites.norms.configs import norm_configs, wide_dtypes
-from suites.kit import ImplementationError, check_convention, impl, is_module, on_target, record_label, run
+from suites.kit import ImplementationError, check_convention, impl, is_module, move, on_target, record_label, run
 from suites.norms.helpers import BLOCK, forward, token_stats
 
 PROPERTY_PREFIX = "norm_placement"
@@ -63,14 +63,15 @@ def check_placement(target, cfg):
     block = impl(target, BLOCK)(dim, probe)
     if not is_module(block):
         raise ImplementationError(f"{BLOCK}({dim}, sublayer) returned {type(block).__name__}, not an nn.Module")
-    block = guard.call(target.limit, block.to, f"{BLOCK}.to", device=dev, dtype=dtype)
+    block = move(target, block, BLOCK, device=dev, dtype=dtype)
     z = torch.randn(cfg.shape, generator=cfg.generator(salt=1), dtype=torch.float64)
     z = (z - z.mean(-1, keepdim=True)) / z.std(-1, correction=0, keepdim=True).clamp_min(1e-6)
     x = (z * STD + OFFSET).to(dtype).to(dev)  # every token: mean OFFSET, variance STD^2
     out0 = forward(target, block, BLOCK, x)
-    if len(probe.seen) != 1:
-        raise AssertionError(f"{BLOCK} called its sublayer {len(probe.seen)} times in one forward, expected once")
-    seen = probe.seen[0]
+    calls = probe.seen  # (one read: in a worker each read of the probe is a round trip)
+    if len(calls) != 1:
+        raise AssertionError(f"{BLOCK} called its sublayer {len(calls)} times in one forward, expected once")
+    seen = calls[0]
     r = torch.randn(dim, generator=cfg.generator(salt=2), dtype=torch.float64).to(dtype).to(dev)
     probe.value = r
     out_r = forward(target, block, BLOCK, x)

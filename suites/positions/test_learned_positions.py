@@ -17,7 +17,7 @@ from torch import nn
 
 from harness import guard, module_tensors, tolerance
 from suites.positions.configs import learned_configs
-from suites.kit import ImplementationError, expect_tensor, impl, is_module, on_target, run
+from suites.kit import ImplementationError, expect_tensor, impl, is_module, move, on_target, run
 
 PROPERTY_PREFIX = "learned_positions"
 LPE = "LearnedPositionEmbedding"
@@ -36,8 +36,7 @@ def build(target, cfg) -> tuple[nn.Module, torch.Tensor]:
     if not is_module(mod):
         raise ImplementationError(f"{LPE}({cfg.max_positions}, {cfg.dim}) returned {type(mod).__name__}, "
                                   f"expected an nn.Module")
-    moved = guard.call(target.limit, mod.to, f"{LPE}.to", device=target.device)
-    mod = moved if is_module(moved) else mod
+    mod = move(target, mod, LPE, device=target.device)
     table = cfg.table()
     _, dtype = on_target(target, module_tensors.write, mod, LPE, "table", table)
     return mod, table.to(dtype)

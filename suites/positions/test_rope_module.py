@@ -31,7 +31,7 @@ from hypothesis.stateful import initialize, precondition, rule, run_state_machin
 
 from harness import guard, tolerance
 from suites import stateful
-from suites.kit import SEED, ImplementationError, check_convention, expect_tensor, impl, is_module, record_label
+from suites.kit import SEED, ImplementationError, check_convention, expect_tensor, impl, is_module, move, record_label
 from harness.configs import DTYPES
 from suites.positions.configs import BASE, EVEN_DIM
 from suites.positions.configs import MAX_POSITION, RopeCallsConfig
@@ -53,12 +53,7 @@ def build(target, D: int, base: float, device: str):
     if not is_module(mod):
         raise ImplementationError(f"{MODULE}({D}, base={base:g}) returned {type(mod).__name__}, "
                                   f"expected an nn.Module")
-    return move(target, mod, device)
-
-
-def move(target, mod, device: str):
-    moved = guard.call(target.limit, mod.to, f"{MODULE}.to", device=device)
-    return moved if is_module(moved) else mod
+    return move(target, mod, MODULE, device=device)
 
 
 def forward(target, mod, x: torch.Tensor, offset: int) -> torch.Tensor:
