@@ -156,6 +156,19 @@ class Inputs:
         return [(key, self._now(key).detach()) for key in self.shapes]
 
 
+def write_back(reply, args: tuple, kwargs: dict):
+    """The result of a call to a name that may write into its arguments (``guard.MUTABLE``):
+    the arguments' contents after the call (the worker checked they kept their shapes), sent
+    back by the worker, are copied into the caller's tensors, so the caller sees the writes as
+    it would in-process."""
+    result, updated = reply
+    for key, after in updated:
+        mine = args[key] if isinstance(key, int) else kwargs[key]
+        with torch.no_grad():
+            mine.copy_(after.to(mine.device))
+    return result
+
+
 def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn(*args, **kwargs)`` under the call rules and the target's ``limit`` (``target.limit``);
     see the module docstring. A handle into a target's worker (``harness.handles.Remote``) is

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from harness import guard, interpret
+from harness.pending import Pending
 from harness.target_import import TargetInfo, load_here, lookup_attribute
 
 
@@ -32,13 +33,18 @@ class InProcessBackend:
     def lookup(self, name: str) -> Any:
         return lookup_attribute(self.spec, self.module, name)
 
-    def call(self, fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
-        """``fn(*args, **kwargs)`` under the call rules."""
+    def call(self, fn: Callable, name: str, args: tuple, kwargs: dict, wait: bool = True) -> Any:
+        """``fn(*args, **kwargs)`` under the call rules; ``wait=False``: a ``Pending`` of it (run now)."""
+        if not wait:
+            return Pending.now(guard.call, self.limit, fn, name, *args, **kwargs)
         return guard.call(self.limit, fn, name, *args, **kwargs)
 
-    def apply(self, fn: Callable, args: tuple, kwargs: dict, what: str) -> Any:
+    def apply(self, fn: Callable, args: tuple, kwargs: dict, what: str, wait: bool = True) -> Any:
         """``fn(*args, **kwargs)``: harness code next to the target's objects. Its
-        ``AssertionError`` is a property's verdict; anything else it raises is the target's."""
+        ``AssertionError`` is a property's verdict; anything else it raises is the target's.
+        ``wait=False``: a ``Pending`` of it (run now)."""
+        if not wait:
+            return Pending.now(self.apply, fn, args, kwargs, what)
         try:
             return guard.call(self.limit, fn, what, *args, **kwargs)
         except guard.ImplementationError as exc:

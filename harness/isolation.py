@@ -14,7 +14,9 @@ references, the tolerance policy and every comparison stay in this process.
 - Output the target prints is captured per call and capped (first and last KiB).
 Handles (``Remote``) stand for the worker's objects: calling one, reading or setting an
 attribute crosses to the worker; plain data (tensors, numbers, lists) comes back by value.
-``WorkerBackend`` is the worker backend of a ``Target`` (``harness.in_process.InProcessBackend`` is
+A call can be sent without waiting for it (``send``, a ``harness.pending.Pending``): the target
+computes while the harness computes its reference; one request is in flight at a time, its reply
+read before the next request is sent. ``WorkerBackend`` is the worker backend of a ``Target`` (``harness.in_process.InProcessBackend`` is
 the other, with the same interface); the worker applies the call rules of ``harness.guard``.
 """
 from __future__ import annotations
@@ -33,9 +35,10 @@ import torch
 from harness import configs, guard, options, wire, worker
 from harness.handles import Remote, _renamed
 from harness.interpret import INSTALL, limit_factor
+from harness.pending import Pending
 from harness.target_import import BrokenTarget, Missing, TargetInfo
 
-__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload", "describe_exit",
+__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload",
            "DEFAULT_IMPORT_TIMEOUT", "OUTPUT_BUDGET"]
 
 #: the import of a target may take longer than a call (``--import-timeout``)
@@ -117,6 +120,7 @@ class WorkerBackend:
         self.output_path = None
         self.info = None
         self.setup: tuple | None = None  # (fn, args): run after the import in every new worker
+        self.in_flight: Pending | None = None  # a request sent whose reply is not read yet (``send``)
 
     @property
     def timeout(self) -> float:
@@ -141,7 +145,7 @@ class WorkerBackend:
             if isinstance(cause, TargetRaised):
                 text = f"{cause.type_name}: {cause.message}"
                 if cause.where and INSTALL not in cause.message:
-                    text += "\n" + _trimmed_traceback(cause.where)
+                    text += "\n" + worker.trimmed_traceback(cause.where)
             else:
                 text = str(exc)
             self.info = TargetInfo(load_error=text)
@@ -227,9 +231,9 @@ class WorkerBackend:
             raise BrokenTarget(value)
         return value if not isinstance(value, Remote) else _renamed(value, name)
 
-    def call(self, remote: Remote, name: str, args: tuple, kwargs: dict):
+    def call(self, remote: Remote, name: str, args: tuple, kwargs: dict, wait: bool = True):
         """``remote(*args, **kwargs)`` in the worker, under the call rules (``harness.guard``: the
-        worker judges the inputs with ``guard.Inputs``)."""
+        worker judges the inputs with ``guard.Inputs``); ``wait=False``: a ``Pending`` of it."""
         shown = guard.describe_args(args, kwargs)
         self.limit.refuse_if_hung(name, name)
         if remote._ref.generation != self.generation:
@@ -242,20 +246,22 @@ class WorkerBackend:
             raise guard.ImplementationError(
                 f"{name}: this object was lost when the worker of {self.spec!r} restarted after an "
                 f"earlier crash or timeout")
-        try:
-            reply = self.request(("call", remote._callee, name, args, kwargs, self._ctx()), f"{name}({shown})")
-            return _written_back(reply, args, kwargs) if guard.writes_into(name) else reply
-        except WorkerLost as exc:
+
+        def lost(exc: WorkerLost) -> None:
             if "per-call limit" in str(exc):
                 self.limit.record_hung(name, name, shown)
-            raise
 
-    def apply(self, fn, args: tuple, kwargs: dict, what: str):
+        flight = self.send(("call", remote._callee, name, args, kwargs, self._ctx()), f"{name}({shown})", lost=lost,
+                           finish=(lambda reply: guard.write_back(reply, args, kwargs)) if guard.writes_into(name) else None)
+        return flight.result() if wait else flight
+
+    def apply(self, fn, args: tuple, kwargs: dict, what: str, wait: bool = True):
         """``fn(*args, **kwargs)`` in the worker: harness code next to the target's objects (a
-        build, ``target_ops.builds``, under the import limit)."""
+        build, ``target_ops.builds``, under the import limit); ``wait=False``: a ``Pending`` of it."""
         limit = dict(timeout=max(self.timeout, self.import_timeout), limit_name="--import-timeout") \
             if getattr(fn, "builds", False) else {}
-        return self.request(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True, **limit)
+        flight = self.send(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True, **limit)
+        return flight.result() if wait else flight
 
     def seed_next(self, seed: int) -> None:
         """Seed torch's RNG in the worker (``target_ops.manual_seed``) before its next request."""
@@ -268,6 +274,15 @@ class WorkerBackend:
     def request(self, msg: tuple, what: str, timeout: float | None = None, kinds: bool = False,
                 harness_code: bool = False, limit_name: str = "--impl-timeout"):
         """Send one request and wait for its reply, at most ``timeout`` (the per-call limit)."""
+        return self.send(msg, what, timeout=timeout, kinds=kinds, harness_code=harness_code,
+                         limit_name=limit_name).result()
+
+    def send(self, msg: tuple, what: str, *, timeout: float | None = None, kinds: bool = False,
+             harness_code: bool = False, limit_name: str = "--impl-timeout", finish=None, lost=None) -> Pending:
+        """Send one request; the returned ``Pending`` reads its reply (``finish(reply)``; ``lost(exc)``
+        sees a ``WorkerLost``), at the latest before the next request is sent (one in flight)."""
+        if self.in_flight is not None:
+            self.in_flight.settle()
         if not self.alive():
             if self.generation == 0 or self.info is None:
                 raise guard.ImplementationError(f"the worker of {self.spec!r} is not running")
@@ -275,16 +290,36 @@ class WorkerBackend:
         limit = self.timeout if timeout is None else timeout
         release, self.garbage = self.garbage, []
         payload, gens = wire.dumps((msg[0], release, *msg[1:]))
-        start = time.monotonic()
+        start, conn = time.monotonic(), self.conn
         try:
-            wire.send(self.conn, payload)
-            data = self._receive(limit, start, what, limit_name)
-        except (BrokenPipeError, EOFError, ConnectionResetError):
-            data = None
-        if data is None:
-            self._lost(what, None, limit_name)
-        reply, _ = wire.loads(data)
-        return self._unpack(reply, gens, what, kinds, harness_code)
+            wire.send(conn, payload)
+            sent = True
+        except (BrokenPipeError, ConnectionResetError):
+            sent = False
+
+        def settle():
+            if self.in_flight is flight:
+                self.in_flight = None
+            try:
+                if self.conn is not conn:  # (closed before the reply was read)
+                    raise WorkerLost(f"the worker of {self.spec!r} was stopped before {what} returned")
+                try:
+                    data = self._receive(limit, start, what, limit_name) if sent else None
+                except (BrokenPipeError, EOFError, ConnectionResetError):
+                    data = None
+                if data is None:
+                    self._lost(what, None, limit_name)
+            except WorkerLost as exc:
+                if lost is not None:
+                    lost(exc)
+                raise
+            reply = self._unpack(wire.loads(data)[0], gens, what, kinds, harness_code)
+            return reply if finish is None else finish(reply)
+
+        flight = self.in_flight = Pending(settle)
+        if gens:  # (generators' states come back with the reply: read it now)
+            flight.settle()
+        return flight
 
     def _receive(self, limit: float, start: float, what: str, limit_name: str) -> wire.Message | None:
         if wire.spin(self.conn):  # most replies come within it: no sleep and wake-up
@@ -311,8 +346,8 @@ class WorkerBackend:
             self.process.join(timeout=5)
             code = self.process.exitcode
             self.kill()
-            cause = f"the worker process {describe_exit(code)} during {what}"
-        raise WorkerLost(cause + (f"\n  its last output:\n{_indent(output)}" if output.strip() else ""))
+            cause = f"the worker process {worker.describe_exit(code)} during {what}"
+        raise WorkerLost(cause + (f"\n  its last output:\n{worker.indent(output)}" if output.strip() else ""))
 
     def _unpack(self, reply, gens: list, what: str, kinds: bool, harness_code: bool):
         kind = reply[0]
@@ -360,38 +395,6 @@ class WorkerBackend:
         if type(value) is dict:
             return {k: self._materialize(v, what) for k, v in value.items()}
         return value
-
-
-def _written_back(reply, args: tuple, kwargs: dict):
-    """The result of a call to a name that may write into its arguments (``guard.MUTABLE``):
-    the arguments' contents after the call (the worker checked they kept their shapes), sent
-    back by the worker, are copied into the caller's tensors, so the caller sees the writes as
-    it would in-process."""
-    result, updated = reply
-    for key, after in updated:
-        mine = args[key] if isinstance(key, int) else kwargs[key]
-        with torch.no_grad():
-            mine.copy_(after.to(mine.device))
-    return result
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "stopped answering"
-    if code < 0:
-        try:
-            return f"died with {signal.Signals(-code).name}"
-        except ValueError:
-            return f"died with signal {-code}"
-    return f"exited with status {code} (os._exit or a native exit in the target)"
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.rstrip().splitlines())
-
-
-def _trimmed_traceback(where: str) -> str:
-    return "  traceback (innermost last):\n" + _indent(where)
 
 
 @atexit.register

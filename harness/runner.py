@@ -26,7 +26,8 @@ from hypothesis.errors import UnsatisfiedAssumption
 
 from harness import guard, target_ops
 from harness.configs import Config
-from harness.handles import is_module, method
+from harness.handles import is_module, is_remote, method
+from harness.pending import Pending
 from harness.conventions import ConventionMismatch
 from harness.loader import Target
 from harness.target_import import Missing
@@ -171,6 +172,21 @@ def impl(target: Target, name: str) -> Callable[..., Any]:
     return guarded
 
 
+def submit(target: Target, name: str, *args: Any, **kwargs: Any) -> Pending:
+    """``impl(target, name)(*args, **kwargs)``, read later with ``.result()`` (``harness.pending``):
+    in a worker the target computes while the caller computes what it compares the result with.
+    The arguments must not be touched until ``.result()``; the target's errors are raised there."""
+    return submit_call(target, target.lookup(name), name, *args, **kwargs)
+
+
+def submit_call(target: Target, fn: Any, name: str, *args: Any, **kwargs: Any) -> Pending:
+    """``guard.call(target.limit, fn, name, *args, **kwargs)`` as ``submit`` (``fn``: a handle, e.g.
+    the target's module, or a callable here)."""
+    if is_remote(fn):
+        return fn._worker.call(fn, name, args, kwargs, wait=False)
+    return Pending.now(guard.call, target.limit, fn, name, *args, **kwargs)
+
+
 def move(target: Target, mod: Any, name: str, **to: Any) -> Any:
     """``mod.to(**to)`` under the call rules (``name``: the module's protocol name); the moved
     module, or ``mod`` itself when ``.to`` returned something else (a model's ``.to`` returns
@@ -187,6 +203,11 @@ def on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any)
     context. An ``AssertionError`` that ``fn`` raises is a property's verdict; anything else the
     call raises is an ``ImplementationError`` of the target."""
     return target.backend.apply(fn, args, kwargs, f"{getattr(fn, '__name__', fn)}(...)")
+
+
+def submit_on_target(target: Target, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Pending:
+    """``on_target`` as ``submit``: read with ``.result()``, the caller's own computation in between."""
+    return target.backend.apply(fn, args, kwargs, f"{getattr(fn, '__name__', fn)}(...)", wait=False)
 
 
 def unverified(target: Target, prop: str, keys) -> list:

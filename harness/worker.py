@@ -281,3 +281,23 @@ def scratch_file() -> str:
     fd, path = tempfile.mkstemp(prefix="harness-worker-", suffix=".out")
     os.close(fd)
     return path
+
+
+def describe_exit(code: int | None) -> str:
+    """A worker process's exit code, as messages say it (``isolation``: "the worker process ...")."""
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            return f"died with {signal.Signals(-code).name}"
+        except ValueError:
+            return f"died with signal {-code}"
+    return f"exited with status {code} (os._exit or a native exit in the target)"
+
+
+def indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
+def trimmed_traceback(where: str) -> str:
+    return "  traceback (innermost last):\n" + indent(where)

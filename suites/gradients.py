@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from harness import tolerance
-from suites.kit import UNSUPPORTED, expect_tensor, on_target, require_features
+from suites.kit import UNSUPPORTED, expect_tensor, require_features, submit_on_target
 from harness.interpret import gradcheck_fast
 from harness.target_ops import backward
 from suites.attention.helpers import poison
@@ -50,14 +50,25 @@ def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g:
     did not reach is zeros (a lost gradient then fails the comparison). A target without a
     backward (declared ``HARNESS_UNSUPPORTED = {"backward"}``, an output without grad_fn, or a
     backward raising NotImplementedError) is reported ``unsupported (no backward: ...)``."""
+    return submit_grads(target, fn, args, kwargs, wrt, g, module=module, params=params, seed=seed).result()
+
+
+def submit_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor, *,
+                 module=None, params: tuple[str, ...] = (), seed: int | None = None):
+    """``target_grads`` as a ``Pending`` (``submit_on_target``): compute the float64 reference
+    gradients before ``.result()``, which a worker overlaps with the target's backward."""
     require_features(target, "backward")
-    out, grads, pgrads, why = on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed)
-    if why is not None:
-        pytest.skip(f"{UNSUPPORTED} (no backward: {why})")
-    grads = [torch.zeros_like(args[i]) if d is None else d for i, d in zip(wrt, grads)]
-    for i, d in zip(wrt, grads):
-        expect_tensor(d, f"the gradient of argument {i}", tuple(args[i].shape), args[i].dtype, args[i].device)
-    return out, grads, pgrads
+
+    def checked(reply):
+        out, grads, pgrads, why = reply
+        if why is not None:
+            pytest.skip(f"{UNSUPPORTED} (no backward: {why})")
+        grads = [torch.zeros_like(args[i]) if d is None else d for i, d in zip(wrt, grads)]
+        for i, d in zip(wrt, grads):
+            expect_tensor(d, f"the gradient of argument {i}", tuple(args[i].shape), args[i].dtype, args[i].device)
+        return out, grads, pgrads
+
+    return submit_on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed).then(checked)
 
 
 def upstream(shape, dtype: torch.dtype, gen: torch.Generator, device="cpu") -> torch.Tensor:

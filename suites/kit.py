@@ -12,7 +12,10 @@ import for both. Suite files import no other module's private (``_``-prefixed) n
 (``tests/test_suite_kit.py``); a helper two suites share is public here or in a family's
 ``helpers.py``.
 
-- calling the target: ``impl(target, name)`` (the guarded callable), ``on_target(target, fn, ...)``
+- calling the target: ``impl(target, name)`` (the guarded callable), ``submit(target, name, ...)``
+  (the same call, its result read later with ``.result()`` or ``resolved(x)``: compute the
+  reference in between, which a worker overlaps with the target's call; ``submit_call`` for a
+  handle such as a module, ``submit_on_target`` for ``on_target``), ``on_target(target, fn, ...)``
   (a module-level function run where the target lives), ``move(target, mod, name, device=...)``
   (a module's ``.to``), ``call_each`` (a statistical loop in
   batched requests), ``call_under_autocast``, ``manual_seed`` (seed where the target lives);
@@ -30,12 +33,15 @@ from __future__ import annotations
 from harness.conventions import KNOWN, ConventionMismatch, check_convention
 from harness.guard import ImplementationError, expect_tensor
 from harness.handles import is_module
+from harness.pending import resolved
 from harness.runner import (UNSUPPORTED, Unsupported, call_each, call_under_autocast, impl, move, on_target,
-                            record_label, require_features, run, unverified, verified, within_declarations)
+                            record_label, require_features, run, submit, submit_call, submit_on_target,
+                            unverified, verified, within_declarations)
 from harness.target_ops import manual_seed
 from suites.strategies import DTYPE, SEED, autocast_dtypes
 
-__all__ = ["DTYPE", "KNOWN", "SEED", "UNSUPPORTED", "ConventionMismatch", "ImplementationError", "Unsupported",
-           "autocast_dtypes", "call_each", "call_under_autocast", "check_convention", "expect_tensor", "impl",
-           "is_module", "manual_seed", "move", "on_target", "record_label", "require_features", "run", "unverified",
+__all__ = ["ConventionMismatch", "DTYPE", "ImplementationError", "KNOWN", "SEED", "UNSUPPORTED",
+           "Unsupported", "autocast_dtypes", "call_each", "call_under_autocast", "check_convention",
+           "expect_tensor", "impl", "is_module", "manual_seed", "move", "on_target", "record_label",
+           "require_features", "resolved", "run", "submit", "submit_call", "submit_on_target", "unverified",
            "verified", "within_declarations"]

@@ -6,7 +6,7 @@ import torch
 
 from harness import tolerance
 from suites.attention.configs import AttnConfig
-from suites.kit import expect_tensor, impl, require_features
+from suites.kit import expect_tensor, require_features, resolved, submit
 from reference.attention import attention_math
 
 SDPA = "scaled_dot_product_attention"
@@ -27,11 +27,16 @@ def features_of(q, k, kw: dict) -> list[str]:
 def call_sdpa(target, cfg: AttnConfig, q, k, v, **kw) -> torch.Tensor:
     """The target's SDPA on (q, k, v); output shape/dtype/device checked. A call that uses a
     feature the target declares unsupported raises ``Unsupported`` (the property is reported so)."""
+    return submit_sdpa(target, cfg, q, k, v, **kw).result()
+
+
+def submit_sdpa(target, cfg: AttnConfig, q, k, v, **kw):
+    """``call_sdpa`` as a ``Pending`` (``submit``): ``agree`` and ``same`` read it after they
+    computed the reference, which a worker overlaps with the target's call."""
     kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
     require_features(target, *features_of(q, k, kw))
-    out = impl(target, SDPA)(q, k, v, **kw)
     shape = (*q.shape[:-1], v.shape[-1])
-    return expect_tensor(out, SDPA, shape, q.dtype, q.device)
+    return submit(target, SDPA, q, k, v, **kw).then(lambda out: expect_tensor(out, SDPA, shape, q.dtype, q.device))
 
 
 def truth(q, k, v, **kw) -> torch.Tensor:
@@ -64,9 +69,10 @@ def cpu_kwargs(kw: dict) -> dict:
 
 
 def agree(out, q, k, v, what="output", **kw) -> tolerance.Comparison:
-    """``out`` equals attention(q, k, v, **kw) under the tolerance policy."""
-    return tolerance.assert_close(out, truth(q, k, v, **kw), naive(q, k, v, **kw),
-                                  dtype=q.dtype, what=what)
+    """``out`` (or a ``submit_sdpa``, read after the reference is computed) equals
+    attention(q, k, v, **kw) under the tolerance policy."""
+    ref, nai = truth(q, k, v, **kw), naive(q, k, v, **kw)
+    return tolerance.assert_close(resolved(out), ref, nai, dtype=q.dtype, what=what)
 
 
 def allowance(q, k, v, **kw) -> float:
@@ -77,8 +83,10 @@ def allowance(q, k, v, **kw) -> float:
 
 def same(a, b, q, k, v, what, **kw) -> None:
     """Two outputs of the target that must be equal: each may be off the truth
-    by the policy's allowance, so their difference may be twice that."""
+    by the policy's allowance, so their difference may be twice that (``a`` may be a
+    ``submit_sdpa``, read after the allowance is computed)."""
     allowed = allowance(q, k, v, **kw)
+    a = resolved(a)
     diff = (a.double().cpu() - b.double().cpu()).abs()
     bad = ~torch.isfinite(diff) & torch.isfinite(a.double().cpu())
     worst = float(diff[torch.isfinite(diff)].max()) if torch.isfinite(diff).any() else 0.0

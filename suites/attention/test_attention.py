@@ -19,7 +19,7 @@ from suites import regimes
 from suites.kit import autocast_dtypes, call_under_autocast, run
 from suites.attention.configs import attn_configs
 from suites.regimes import covering
-from suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, truth
+from suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, submit_sdpa, truth
 from suites.positions.helpers import expect_floating
 
 PROPERTY_PREFIX = "attention"
@@ -29,17 +29,18 @@ pytestmark = pytest.mark.needs(SDPA)
 def check_agreement(target, cfg):
     """Output equals the float64 reference within the tolerance policy; NaN never passes."""
     q, k, v = cfg.qkv(target.device)
-    agree(call_sdpa(target, cfg, q, k, v), q, k, v)
+    agree(submit_sdpa(target, cfg, q, k, v), q, k, v)
 
 
 def check_convex_combination(target, cfg):
     """Each output row is a convex combination of the values (softmax rows sum to 1): per dim within their
     min/max."""
     q, k, v = cfg.qkv(target.device, std=3.0)
-    out = call_sdpa(target, cfg, q, k, v).double().cpu()
+    pending = submit_sdpa(target, cfg, q, k, v)
     vv = v.double().cpu().repeat_interleave(cfg.group, dim=-3)  # (..., Hq, S, Ev)
     lo, hi = vv.amin(dim=-2, keepdim=True), vv.amax(dim=-2, keepdim=True)  # (..., Hq, 1, Ev)
     slack = allowance(q, k, v)
+    out = pending.result().double().cpu()
     below, above = (lo - slack) - out, out - (hi + slack)
     worst = float(torch.maximum(below, above).max())
     if not torch.isfinite(out).all() or worst > 0:
@@ -55,19 +56,19 @@ def check_permutation(target, cfg):
     g = cfg.generator(salt=1)
     pq, pk = torch.randperm(cfg.L, generator=g), torch.randperm(cfg.S, generator=g)
     out = call_sdpa(target, cfg, q, k, v)
-    out_q = call_sdpa(target, cfg, q[..., pq, :], k, v)
-    same(out_q, out[..., pq, :], q, k, v, f"queries permuted by {pq.tolist()}: output rows not permuted")
-    out_kv = call_sdpa(target, cfg, q, k[..., pk, :], v[..., pk, :])
-    same(out_kv, out, q, k, v, f"keys and values permuted together by {pk.tolist()}: output changed")
+    same(submit_sdpa(target, cfg, q[..., pq, :], k, v), out[..., pq, :], q, k, v,
+         f"queries permuted by {pq.tolist()}: output rows not permuted")
+    same(submit_sdpa(target, cfg, q, k[..., pk, :], v[..., pk, :]), out, q, k, v,
+         f"keys and values permuted together by {pk.tolist()}: output changed")
 
 
 def check_scale(target, cfg):
     """The default scale is 1/sqrt(E) (E = the query/key dim, not Ev); an explicit scale is honoured."""
     q, k, v = cfg.qkv(target.device, std=2.0)
-    agree(call_sdpa(target, cfg, q, k, v), q, k, v,
+    agree(submit_sdpa(target, cfg, q, k, v), q, k, v,
           what=f"with the default scale (1/sqrt(E) = {1 / math.sqrt(cfg.E):.4g})")
     s = float(torch.empty(()).uniform_(0.05, 3.0, generator=cfg.generator(salt=2)))
-    agree(call_sdpa(target, cfg, q, k, v, scale=s), q, k, v, scale=s, what=f"with scale={s:.4g}")
+    agree(submit_sdpa(target, cfg, q, k, v, scale=s), q, k, v, scale=s, what=f"with scale={s:.4g}")
 
 
 def check_numerical_range(target, cfg):
@@ -78,7 +79,7 @@ def check_numerical_range(target, cfg):
     # unit vectors times sqrt(300 * sqrt(E)): |score| = |cos| * 300 after the 1/sqrt(E) scale
     mag = math.sqrt(300.0 * math.sqrt(cfg.E))
     q, k = (qn * mag).to(q.dtype), (kn * mag).to(k.dtype)
-    agree(call_sdpa(target, cfg, q, k, v), q, k, v, what="with scores up to +-300")
+    agree(submit_sdpa(target, cfg, q, k, v), q, k, v, what="with scores up to +-300")
 
 
 def check_multi_head(target, cfg):
@@ -88,8 +89,7 @@ def check_multi_head(target, cfg):
     for h in range(cfg.hq):
         kv = h // cfg.group
         qs, ks, vs = q[..., h:h + 1, :, :], k[..., kv:kv + 1, :, :], v[..., kv:kv + 1, :, :]
-        single = call_sdpa(target, cfg, qs, ks, vs)
-        same(out[..., h:h + 1, :, :], single, qs, ks, vs,
+        same(submit_sdpa(target, cfg, qs, ks, vs), out[..., h:h + 1, :, :], qs, ks, vs,
              f"head {h} of the {cfg.hq}-head call differs from attention on head {h}'s slice alone")
 
 
@@ -112,8 +112,8 @@ def check_gqa(target, cfg):
                              f"repeat_interleave order)")
     out = call_sdpa(target, cfg, q, k, v, enable_gqa=True)
     k_rep, v_rep = (t.repeat_interleave(cfg.group, dim=-3) for t in (k, v))
-    mha = call_sdpa(target, cfg, q, k_rep, v_rep, enable_gqa=False)
-    same(out, mha, q, k_rep, v_rep, "GQA output differs from MHA with repeat_interleave'd KV heads")
+    mha = submit_sdpa(target, cfg, q, k_rep, v_rep, enable_gqa=False)
+    same(mha, out, q, k_rep, v_rep, "GQA output differs from MHA with repeat_interleave'd KV heads")
 
 
 def layouts(cfg, q, k, v):
@@ -143,13 +143,13 @@ def check_layouts(target, cfg):
     q, k, v = cfg.qkv(target.device)
     out = call_sdpa(target, cfg, q, k, v)
     for name, q2, k2, v2 in layouts(cfg, q, k, v):
-        same(call_sdpa(target, cfg, q2, k2, v2), out, q, k, v, f"with {name} (strides "
+        same(submit_sdpa(target, cfg, q2, k2, v2), out, q, k, v, f"with {name} (strides "
              f"{q2.stride()}, {k2.stride()}, {v2.stride()})")
     # one KV head broadcast to every query head with stride 0 (MQA as models often pass it)
     k1 = k[..., :1, :, :].expand(*k.shape[:-3], cfg.hq, cfg.S, cfg.E)
     v1 = v[..., :1, :, :].expand(*v.shape[:-3], cfg.hq, cfg.S, cfg.Ev)
     dense = call_sdpa(target, cfg, q, k1.contiguous(), v1.contiguous())
-    same(call_sdpa(target, cfg, q, k1, v1), dense, q, k1.contiguous(), v1.contiguous(),
+    same(submit_sdpa(target, cfg, q, k1, v1), dense, q, k1.contiguous(), v1.contiguous(),
          f"with K and V expanded to {cfg.hq} heads with stride 0 (strides {k1.stride()})")
 
 

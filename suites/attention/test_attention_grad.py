@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 
 from suites import regimes
 from suites.attention.configs import AttnConfig, attn_configs
-from suites.kit import UNSUPPORTED, check_convention, on_target, record_label, require_features, run
+from suites.kit import UNSUPPORTED, check_convention, on_target, record_label, require_features, resolved, run
 from suites.regimes import covering
 from harness.target_ops import gradcheck
 from reference.attention import attention_math
 from suites.magnitudes import attention_grad_terms
 from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, cpu_kwargs, features_of, visibility
 from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
-                              poison_for_backward, qkv_and_upstream, target_grads, worst_each)
+                              poison_for_backward, qkv_and_upstream, submit_grads, worst_each)
 from suites.attention.test_attention_masks import random_mask
 
 PROPERTY_PREFIX = "attention_grad"
@@ -41,10 +41,14 @@ NAMES = ("dq", "dk", "dv")
 
 def sdpa_grads(target, q, k, v, g, **kw) -> list[torch.Tensor]:
     """[dq, dk, dv] of the target's SDPA(q, k, v, **kw) for the upstream gradient g."""
+    return submit_sdpa_grads(target, q, k, v, g, **kw).result()
+
+
+def submit_sdpa_grads(target, q, k, v, g, **kw):
+    """``sdpa_grads`` as a ``Pending`` (``agree`` reads it after the reference gradients)."""
     kw.setdefault("enable_gqa", q.shape[-3] != k.shape[-3])
     require_features(target, *features_of(q, k, kw))
-    _, grads, _ = target_grads(target, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), g)
-    return grads
+    return submit_grads(target, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), g).then(lambda r: r[1])
 
 
 def truth_and_naive(q, k, v, g, **kw):
@@ -59,15 +63,16 @@ def truth_and_naive(q, k, v, g, **kw):
 
 
 def agree(grads, q, k, v, g, what: str, **kw) -> None:
+    """``grads`` (or a ``submit_sdpa_grads``) equal float64 autograd under the gradient policy."""
     truth, naive, terms = truth_and_naive(q, k, v, g, **kw)
-    assert_grads(NAMES, grads, truth, naive, q.dtype, what, terms=terms)
+    assert_grads(NAMES, resolved(grads), truth, naive, q.dtype, what, terms=terms)
 
 
 def check_agreement(target, cfg):
     """dq, dk, dv with the default scale 1/sqrt(E) equal float64 autograd of the reference (small configs and
     past the 64/128 tiles, E up to 160, half precision)."""
     q, k, v, g = qkv_and_upstream(target, cfg)
-    agree(sdpa_grads(target, q, k, v, g), q, k, v, g, "(default scale)")
+    agree(submit_sdpa_grads(target, q, k, v, g), q, k, v, g, "(default scale)")
 
 
 def check_scale(target, cfg):
@@ -75,7 +80,7 @@ def check_scale(target, cfg):
     q, k, v, g = qkv_and_upstream(target, cfg)
     gen = cfg.generator(salt=2)
     s = float(torch.empty(()).uniform_(0.05, 0.5, generator=gen)) * (6 if torch.rand((), generator=gen) < 0.5 else 1)
-    agree(sdpa_grads(target, q, k, v, g, scale=s), q, k, v, g, f"with scale={s:.4g}", scale=s)
+    agree(submit_sdpa_grads(target, q, k, v, g, scale=s), q, k, v, g, f"with scale={s:.4g}", scale=s)
 
 
 def check_value_shift(target, cfg):
@@ -85,7 +90,7 @@ def check_value_shift(target, cfg):
     q, k, v, g = qkv_and_upstream(target, cfg)
     c = (torch.rand(cfg.Ev, generator=cfg.generator(salt=3)) * 8 - 4).to(v.dtype).to(v.device)
     v2 = v + c
-    agree(sdpa_grads(target, q, k, v2, g), q, k, v2, g,
+    agree(submit_sdpa_grads(target, q, k, v2, g), q, k, v2, g,
           f"after adding c = {c[:4].tolist()}... to every value row (dq and dk must not change: "
           f"the sum over keys of dS is 0)")
 
@@ -147,7 +152,7 @@ def check_float_mask(target, cfg):
     bias = torch.randn(visible.shape, generator=gen, dtype=torch.float64) * 2.0
     bias = bias.masked_fill(~visible, float("-inf")).to(cfg.torch_dtype).to(target.device)
     q, k, v, g = qkv_and_upstream(target, cfg)
-    agree(sdpa_grads(target, q, k, v, g, attn_mask=bias), q, k, v, g,
+    agree(submit_sdpa_grads(target, q, k, v, g, attn_mask=bias), q, k, v, g,
           f"with a {variant} float mask {tuple(bias.shape)}", attn_mask=bias)
 
 

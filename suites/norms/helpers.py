@@ -8,9 +8,10 @@ from typing import Callable
 import torch
 from torch import nn
 
-from harness import guard, tolerance
+from harness import tolerance
 from suites.norms.configs import NormConfig
-from suites.kit import ImplementationError, expect_tensor, impl, is_module, move, on_target, require_features
+from suites.kit import (ImplementationError, expect_tensor, impl, is_module, move, on_target, require_features, resolved,
+                        submit_call)
 from harness.target_ops import assign_parameters, under_autocast
 from reference.layernorm import layer_norm_math
 from suites.magnitudes import layer_norm_terms
@@ -40,9 +41,15 @@ def build(target, name: str, cfg: NormConfig, eps, *, affine: bool = True, shape
 def forward(target, mod: nn.Module, name: str, x: torch.Tensor) -> torch.Tensor:
     """``mod(x)``, guarded (under ``target``'s per-call limit); the output must have x's shape,
     dtype and device."""
+    return submit_forward(target, mod, name, x).result()
+
+
+def submit_forward(target, mod: nn.Module, name: str, x: torch.Tensor):
+    """``forward`` as a ``Pending`` (``submit``): ``agree``, ``matches`` and ``unchanged`` read it
+    after they computed the reference, which a worker overlaps with the target's call."""
     with torch.no_grad():
-        out = guard.call(target.limit, mod, name, x)
-    return expect_tensor(out, name, tuple(x.shape), x.dtype, x.device)
+        pending = submit_call(target, mod, name, x)
+    return pending.then(lambda out: expect_tensor(out, name, tuple(x.shape), x.dtype, x.device))
 
 
 def naive_dtype(dtype: torch.dtype, wide: bool = False) -> torch.dtype:
@@ -77,15 +84,15 @@ def naive(math: Callable, x: torch.Tensor, wide: bool = False, **kw) -> torch.Te
 
 
 def agree(out, x, math: Callable, what: str = "output", wide: bool = False, **kw) -> tolerance.Comparison:
-    """``out`` equals math(x, **kw) under the tolerance policy."""
-    return tolerance.assert_close(out, truth(math, x, **kw), naive(math, x, wide, **kw),
-                                  dtype=x.dtype, what=what, terms=terms(math, x, **kw),
+    """``out`` (or a ``submit_forward``) equals math(x, **kw) under the tolerance policy."""
+    ref, nai, t = truth(math, x, **kw), naive(math, x, wide, **kw), terms(math, x, **kw)
+    return tolerance.assert_close(resolved(out), ref, nai, dtype=x.dtype, what=what, terms=t,
                                   terms_dtype=terms_dtype(x.dtype))
 
 
 def matches(out, x, math: Callable, wide: bool = False, **kw) -> bool:
-    return tolerance.compare(out, truth(math, x, **kw), naive(math, x, wide, **kw), dtype=x.dtype,
-                             terms=terms(math, x, **kw), terms_dtype=terms_dtype(x.dtype)).ok
+    ref, nai, t = truth(math, x, **kw), naive(math, x, wide, **kw), terms(math, x, **kw)
+    return tolerance.compare(resolved(out), ref, nai, dtype=x.dtype, terms=t, terms_dtype=terms_dtype(x.dtype)).ok
 
 
 def allowance(x, math: Callable, **kw) -> float:
@@ -110,7 +117,7 @@ def unchanged(out_a, out_b, x_a, x_b, math: Callable, what: str, **kw) -> None:
     allowance for each call."""
     ref_gap, _ = worst(truth(math, x_a, **kw), truth(math, x_b, **kw))
     slack = allowance(x_a, math, **kw) + allowance(x_b, math, **kw) + ref_gap
-    gap, idx = worst(out_a, out_b)
+    gap, idx = worst(resolved(out_a), resolved(out_b))
     if gap > slack:
         raise AssertionError(f"{what}: the outputs differ by {gap:.3e} at index {idx}, allowed "
                              f"{slack:.3e} (the reference's own change {ref_gap:.3e} + the "
@@ -133,8 +140,9 @@ def check_token_dims(target, name: str, cfg: NormConfig, mod: nn.Module, math: C
     nd = len(cfg.normalized_shape)
     x = cfg.x(target.device)
     std = 2.0 ** cfg.log2_scale
-    out = forward(target, mod, name, x)
+    pending = submit_forward(target, mod, name, x)
     allowed = allowance(x, math, **kw)
+    out = pending.result()
     flat = lambda t: t.reshape(cfg.tokens, cfg.features)  # noqa: E731  (T, F) view of (*lead, *ns)
     g = cfg.generator(salt=5)
     t = int(torch.randint(0, cfg.tokens, (1,), generator=g))

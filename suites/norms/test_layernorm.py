@@ -21,8 +21,8 @@ from harness import tolerance
 from suites.kit import autocast_dtypes, run
 from suites.norms.configs import half_dtypes, norm_configs
 from reference.layernorm import layer_norm_math
-from suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive, token_stats,
-                           truth, unchanged)
+from suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive,
+                                  submit_forward, token_stats, truth, unchanged)
 
 PROPERTY_PREFIX = "layernorm"
 pytestmark = pytest.mark.needs(LN)
@@ -73,7 +73,7 @@ def check_shift_scale_invariance(target, cfg):
     x2 = (x.double() * a + c).to(x.dtype)
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **_identity(cfg))
     kw = dict(normalized_shape=cfg.normalized_shape, eps=cfg.eps)
-    unchanged(forward(target, mod, LN, x2), forward(target, mod, LN, x), x2, x, layer_norm_math,
+    unchanged(submit_forward(target, mod, LN, x2), submit_forward(target, mod, LN, x), x2, x, layer_norm_math,
               f"LayerNorm({a:.4g} x + {c:.4g}) vs LayerNorm(x)", **kw)
 
 
@@ -100,7 +100,7 @@ def check_eps_inside_sqrt(target, cfg):
     x = x.to(target.device)
     for eps in sorted({cfg.eps, 0.5}):
         mod = build(target, LN, cfg, eps=eps, affine=cfg.affine, **_identity(cfg))
-        agree(forward(target, mod, LN, x), x, layer_norm_math, f"one-hot rows with eps={eps}",
+        agree(submit_forward(target, mod, LN, x), x, layer_norm_math, f"one-hot rows with eps={eps}",
               normalized_shape=cfg.normalized_shape, eps=eps)
 
 
@@ -145,7 +145,7 @@ def check_large_values(target, cfg):
     w, b = cfg.params()
     params = {"weight": w, "bias": b} if cfg.affine else {}
     mod = build(target, LN, cfg, eps=cfg.eps, affine=cfg.affine, **params)
-    agree(forward(target, mod, LN, x), x, layer_norm_math,
+    agree(submit_forward(target, mod, LN, x), x, layer_norm_math,
           f"{cfg.dtype} inputs |x| up to {float(x.double().abs().max()):.0f} (vs float32 math)", wide=True,
           normalized_shape=cfg.normalized_shape, eps=cfg.eps, **params)
 

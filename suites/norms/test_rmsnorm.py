@@ -23,7 +23,8 @@ from suites.kit import KNOWN, autocast_dtypes, check_convention, record_label, r
 from suites.norms.configs import half_dtypes, norm_configs
 from reference.layernorm import layer_norm_math
 from reference.rmsnorm import default_eps, rms_norm_math
-from suites.norms.helpers import RMS, agree, autocast_agree, build, check_token_dims, forward, matches, unchanged
+from suites.norms.helpers import (RMS, agree, autocast_agree, build, check_token_dims, forward, matches, submit_forward,
+                                  unchanged)
 
 PROPERTY_PREFIX = "rmsnorm"
 pytestmark = pytest.mark.needs(RMS)
@@ -73,7 +74,7 @@ def check_scale_invariance(target, cfg):
     a = cfg.uniform(0.25, 4.0, salt=3)
     x2 = (x.double() * a).to(x.dtype)
     mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
-    unchanged(forward(target, mod, RMS, x2), forward(target, mod, RMS, x), x2, x, rms_norm_math,
+    unchanged(submit_forward(target, mod, RMS, x2), submit_forward(target, mod, RMS, x), x2, x, rms_norm_math,
               f"RMSNorm({a:.4g} x) vs RMSNorm(x)", normalized_shape=cfg.normalized_shape,
               weight=gamma, eps=cfg.eps)
 
@@ -129,7 +130,7 @@ def check_eps(target, cfg):
     u = cfg.uniform(0.25, 4.0, salt=3)
     x = cfg.x(target.device, std=math.sqrt(cfg.eps * u))
     mod, gamma = build_rms(target, cfg, cfg.eps)
-    agree(forward(target, mod, RMS, x), x, rms_norm_math, f"with eps={cfg.eps:g} and a mean square about eps",
+    agree(submit_forward(target, mod, RMS, x), x, rms_norm_math, f"with eps={cfg.eps:g} and a mean square about eps",
           wide=True, normalized_shape=cfg.normalized_shape, weight=gamma, eps=cfg.eps)
     record_label(target, label)
 
@@ -153,7 +154,7 @@ def check_weight(target, cfg):
                     + ("\n  the output matches x_hat: the weight is ignored" if ignored else ""))
     label = check_convention("rmsnorm_scale", measured, target.conventions, evidence)
     plain = build(target, RMS, cfg, eps=cfg.eps, affine=False)
-    agree(forward(target, plain, RMS, x), x, rms_norm_math, "with elementwise_affine=False", **kw)
+    agree(submit_forward(target, plain, RMS, x), x, rms_norm_math, "with elementwise_affine=False", **kw)
     record_label(target, label)
 
 
@@ -165,7 +166,7 @@ def check_large_values(target, cfg):
     sign = torch.randint(0, 2, cfg.shape, generator=g).double() * 2 - 1
     x = (sign * mag).to(cfg.torch_dtype).to(target.device)
     mod, gamma = build_rms(target, cfg, cfg.eps, cfg.params()[0])
-    agree(forward(target, mod, RMS, x), x, rms_norm_math, f"{cfg.dtype} inputs with |x| >= 300 (vs float32 math)",
+    agree(submit_forward(target, mod, RMS, x), x, rms_norm_math, f"{cfg.dtype} inputs with |x| >= 300 (vs float32 math)",
           wide=True, normalized_shape=cfg.normalized_shape, weight=gamma, eps=cfg.eps)
 
 

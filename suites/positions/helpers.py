@@ -8,7 +8,7 @@ import torch
 from harness import tolerance
 from harness.configs import DTYPES
 from suites.positions.configs import RopeConfig
-from suites.kit import ImplementationError, expect_tensor, impl
+from suites.kit import ImplementationError, expect_tensor, resolved, submit
 from reference.rope import LAYOUTS, pair_indices, rope_math
 
 ROPE = "apply_rotary_embedding"
@@ -29,8 +29,14 @@ def expect_floating(out, name: str, shape: tuple[int, ...]) -> torch.Tensor:
 
 def call_rope(target, x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
     """The target's RoPE; output shape/dtype/device checked (same as x)."""
-    out = impl(target, ROPE)(x, positions, base=base)
-    return expect_tensor(out, ROPE, tuple(x.shape), x.dtype, x.device)
+    return submit_rope(target, x, positions, base).result()
+
+
+def submit_rope(target, x: torch.Tensor, positions: torch.Tensor, base: float):
+    """``call_rope`` as a ``Pending`` (``submit``): ``rope_agree`` reads it after it computed the
+    reference, which a worker overlaps with the target's call."""
+    return submit(target, ROPE, x, positions, base=base).then(
+        lambda out: expect_tensor(out, ROPE, tuple(x.shape), x.dtype, x.device))
 
 
 def rope_truth(x, positions, base, layout) -> torch.Tensor:
@@ -47,8 +53,9 @@ def rope_naive(x, positions, base, layout) -> torch.Tensor:
 
 
 def rope_agree(out, x, positions, base, layout, what: str) -> tolerance.Comparison:
-    return tolerance.assert_close(out, rope_truth(x, positions, base, layout),
-                                  rope_naive(x, positions, base, layout), dtype=x.dtype, what=what)
+    """``out`` (or a ``submit_rope``) equals the rotation under the tolerance policy."""
+    ref, nai = rope_truth(x, positions, base, layout), rope_naive(x, positions, base, layout)
+    return tolerance.assert_close(resolved(out), ref, nai, dtype=x.dtype, what=what)
 
 
 #: positions the pairing probe rotates the basis vectors to: sin(theta) is far from 0 at one

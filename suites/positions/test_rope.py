@@ -26,7 +26,7 @@ from suites import regimes
 from suites.regimes import covering
 from reference.rope import pair_indices, rope_frequencies, rope_math
 from suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
-                               rope_images, rope_naive, rope_truth, score_allowance, scores)
+                               rope_images, rope_naive, rope_truth, score_allowance, scores, submit_rope)
 
 PROPERTY_PREFIX = "rope"
 pytestmark = pytest.mark.needs(ROPE)
@@ -138,11 +138,11 @@ def check_agreement(target, cfg):
     rotation with the measured pairing, within the tolerance policy."""
     layout = _layout(target, cfg)
     x, pos = cfg.x(target.device), cfg.positions(target.device)
-    rope_agree(call_rope(target, x, pos, cfg.base), x, pos, cfg.base, layout,
+    rope_agree(submit_rope(target, x, pos, cfg.base), x, pos, cfg.base, layout,
                what=f"RoPE output (positions {tuple(pos.shape)}, {layout} pairs)")
     if pos.dim() == 1 and cfg.batch > 1:  # (L,) must mean the same as the (B, L) broadcast
         per_row = pos.expand(cfg.batch, cfg.L).contiguous()
-        rope_agree(call_rope(target, x, per_row, cfg.base), x, per_row, cfg.base, layout,
+        rope_agree(submit_rope(target, x, per_row, cfg.base), x, per_row, cfg.base, layout,
                    what="RoPE output with positions given per batch row")
 
 
