@@ -33,10 +33,8 @@ class InProcessBackend:
     def lookup(self, name: str) -> Any:
         return lookup_attribute(self.spec, self.module, name)
 
-    def call(self, fn: Callable, name: str, args: tuple, kwargs: dict, wait: bool = True) -> Any:
-        """``fn(*args, **kwargs)`` under the call rules; ``wait=False``: a ``Pending`` of it (run now)."""
-        if not wait:
-            return Pending.now(guard.call, self.limit, fn, name, *args, **kwargs)
+    def call(self, fn: Callable, name: str, args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)`` under the call rules."""
         return guard.call(self.limit, fn, name, *args, **kwargs)
 
     def apply(self, fn: Callable, args: tuple, kwargs: dict, what: str, wait: bool = True) -> Any:

@@ -12,12 +12,10 @@ references, the tolerance policy and every comparison stay in this process.
   "the worker process died with SIGSEGV during name(args)" and the last output it printed.
 - The import runs in the worker under ``import_timeout``.
 - Output the target prints is captured per call and capped (first and last KiB).
-Handles (``Remote``) stand for the worker's objects: calling one, reading or setting an
-attribute crosses to the worker; plain data (tensors, numbers, lists) comes back by value.
-A call can be sent without waiting for it (``send``, a ``harness.pending.Pending``): the target
-computes while the harness computes its reference; one request is in flight at a time, its reply
-read before the next request is sent. ``WorkerBackend`` is the worker backend of a ``Target`` (``harness.in_process.InProcessBackend`` is
-the other, with the same interface); the worker applies the call rules of ``harness.guard``.
+Handles (``Remote``) stand for the worker's objects; plain data comes back by value. A call may
+be read later (``send`` returns a ``harness.pending.Pending``; one request in flight, read before
+the next is sent). ``WorkerBackend`` is a ``Target``'s worker backend (``harness.in_process`` has
+the other); the worker applies the call rules of ``harness.guard``.
 """
 from __future__ import annotations
 
@@ -38,8 +36,7 @@ from harness.interpret import INSTALL, limit_factor
 from harness.pending import Pending
 from harness.target_import import BrokenTarget, Missing, TargetInfo
 
-__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload",
-           "DEFAULT_IMPORT_TIMEOUT", "OUTPUT_BUDGET"]
+__all__ = ["WorkerBackend", "WorkerLost", "TargetRaised", "preload", "DEFAULT_IMPORT_TIMEOUT", "OUTPUT_BUDGET"]
 
 #: the import of a target may take longer than a call (``--import-timeout``)
 DEFAULT_IMPORT_TIMEOUT = options.IMPORT_TIMEOUT_S
