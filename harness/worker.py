@@ -38,9 +38,9 @@ import torch
 from harness import configs, guard, target_import, target_ops, wire
 from harness.target_import import BrokenTarget, Missing, import_and_describe, lookup_attribute
 
-_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
-          range, slice, type(Ellipsis))
 _SCALARS = {bool, int, float, str}
+#: the requests whose value is exported (``TargetServer.dumps``): plain data by value, other objects as Refs
+_EXPORTED = {"lookup", "call", "apply", "getattr"}
 
 
 _HARNESS_FILES = {__file__, target_import.__file__}
@@ -61,10 +61,11 @@ class TargetServer:
 
     # -- objects ---------------------------------------------------------------------------
     def export(self, obj: Any) -> Any:
-        """Plain data by value (tensors detached); anything else stays here and goes as a Ref."""
+        """Plain data by value (tensors detached); anything else stays here and goes as a Ref.
+        Walked only for a value that is not all plain data (``dumps``)."""
         if isinstance(obj, torch.Tensor):
             return obj.detach()
-        if isinstance(obj, _PLAIN):
+        if isinstance(obj, wire.PLAIN):
             return obj
         if type(obj) in (tuple, list):
             if all(type(o) in _SCALARS for o in obj):
@@ -103,9 +104,7 @@ class TargetServer:
                 self.objects.pop(oid, None)
             with self.output.request() as out:
                 try:
-                    before = self.next_oid
-                    value = getattr(self, "op_" + op)(*args)
-                    reply = ("ok", value, self.next_oid != before)
+                    reply = ("ok", getattr(self, "op_" + op)(*args), op in _EXPORTED)
                 except _Reply as r:
                     reply = r.reply
                 except BaseException as exc:  # noqa: BLE001 - whatever the target raises is a reply
@@ -113,12 +112,26 @@ class TargetServer:
                              isinstance(exc, AssertionError) and not getattr(exc, "from_target", False))
             reply = _with_output(reply, out.text(), [g.get_state() for g in gens])
             try:
-                payload, _ = wire.dumps(reply)
+                payload = self.dumps(reply)
             except Exception as exc:  # noqa: BLE001 - an unpicklable result
                 payload, _ = wire.dumps(("raised", type(exc).__name__,
                                          f"its result could not be sent back to the harness: {exc}",
                                          "", reply[2] if reply[0] == "ok" else None, False))
             wire.send(self.conn, payload)
+
+    def dumps(self, reply) -> wire.Message:
+        """The reply's message; an exported value (``_EXPORTED``) goes by value where it is plain
+        data (checked while it is pickled: the common case costs no walk here), else ``export``ed."""
+        if reply[0] != "ok":
+            return wire.dumps(reply)[0]
+        if not reply[4]:
+            return wire.dumps(reply[:4] + (False,))[0]
+        try:
+            return wire.dumps(reply[:4] + (False,), plain=True)[0]
+        except wire.NotPlain:
+            before = self.next_oid
+            value = self.export(reply[1])
+            return wire.dumps(("ok", value, reply[2], reply[3], self.next_oid != before))[0]
 
     def op_load(self, spec: str, how: str = "off", sources: tuple = ()):
         self.spec = spec
@@ -129,7 +142,7 @@ class TargetServer:
 
     def op_lookup(self, name: str):
         try:
-            return self.export(lookup_attribute(self.spec, self.module, name))
+            return lookup_attribute(self.spec, self.module, name)
         except Missing as exc:
             raise _Reply(("missing", str(exc))) from None
         except BrokenTarget as exc:
@@ -143,7 +156,7 @@ class TargetServer:
         return self._run(fn, self.resolve(args), self.resolve(kwargs), ctx, rules=None)
 
     def op_getattr(self, ref, attr: str):
-        return self.export(getattr(self.resolve(ref), attr))
+        return getattr(self.resolve(ref), attr)
 
     def op_setattr(self, ref, attr: str, value):
         setattr(self.resolve(ref), attr, self.resolve(value))
@@ -157,13 +170,13 @@ class TargetServer:
         with torch.set_grad_enabled(ctx.get("grad", True)):
             result = fn(*args, **kwargs)
         if inputs is None:
-            return self.export(result)
+            return result
         broken = inputs.violation(result)
         if broken:
             raise _Reply(("broke a rule", broken))
         if guard.writes_into(rules):  # the arguments it may write into go back, to be copied into the caller's
-            return self.export(result), inputs.written()
-        return self.export(result)
+            return result, inputs.written()
+        return result
 
 
 class _Reply(Exception):

@@ -117,3 +117,70 @@ def test_a_view_of_another_dtypes_storage_whose_bytes_do_not_divide(n):
     t = raw[:4].view(torch.float32)  # (a float32 view of a storage of n bytes, n % 4 == 2)
     _, _, back, _ = _through_socket(t)
     assert back.dtype == torch.float32 and torch.equal(back.view(torch.uint8), raw[:4])
+
+
+# -- a worker's reply: plain data by value, checked inside pickle's own walk -----------------
+def _server():
+    from harness.worker import TargetServer
+    server = TargetServer.__new__(TargetServer)  # (no pipe, no output capture: only its objects)
+    server.objects, server.next_oid, server.generation = {}, 1, 1
+    return server
+
+
+def _reply_value(server, value):
+    """What the harness reads of a call that returned ``value``, and whether it holds a Ref."""
+    reply, _ = wire.loads(server.dumps(("ok", value, "", [], True)))
+    return reply[1], reply[4]
+
+
+PLAIN_REPLIES = {
+    "token pairs": lambda: [([7, 8], [9], 0), ([1], [2, 3], 1)] * 3,
+    "tensors, one requiring grad": lambda: (torch.ones(3, requires_grad=True) * 2, [torch.zeros(2)]),
+    "a Parameter in a dict": lambda: {"w": torch.nn.Parameter(torch.ones(2))},
+    "numbers and torch's plain types": lambda: [1 + 2j, torch.Size([2, 3]), torch.float16, torch.device("cpu"),
+                                                range(3), slice(1, 2), ..., None, b"x", "s", 1.5, True],
+    "a dict with tuple keys, a set": lambda: ({(1, 2): 3}, {4, 5}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN_REPLIES))
+def test_a_plain_reply_goes_by_value_without_the_export_walk(name, monkeypatch):
+    """The harness reads what the target returned (tensors detached, Parameters as tensors), and
+    the worker never walked it in Python: a reply of 100,000 NSP pairs took 430 ms to walk and
+    15 ms to pickle (``TargetServer.export`` runs only where something must stay in the worker)."""
+    server = _server()
+    value = PLAIN_REPLIES[name]()
+    monkeypatch.setattr(server, "export", lambda obj: pytest.fail("a plain reply was walked by export"))
+    got, holds_ref = _reply_value(server, value)
+    assert not holds_ref and not server.objects
+    for a, b in zip(torch.utils._pytree.tree_leaves(value), torch.utils._pytree.tree_leaves(got)):
+        if isinstance(a, torch.Tensor):
+            assert type(b) is torch.Tensor and not b.requires_grad and torch.equal(a.detach(), b)
+        else:
+            assert a == b and type(a) is type(b)
+    assert type(got) is type(value) and len(got) == len(value)
+
+
+def test_a_shared_list_arrives_shared_as_in_process():
+    server = _server()
+    sentence = [1, 2, 3]
+    got, _ = _reply_value(server, [(sentence, sentence, 0)])
+    assert got[0][0] is got[0][1] and got[0][0] == sentence
+
+
+@pytest.mark.parametrize("make", [lambda: torch.nn.Linear(2, 2), torch.Generator, lambda: print,
+                                  lambda: ([1, 2], {"m": torch.nn.ReLU()})],
+                         ids=["module", "generator", "function", "module nested in plain data"])
+def test_an_object_that_is_not_plain_data_stays_in_the_worker_as_a_ref(make):
+    server = _server()
+    value = make()
+    got, holds_ref = _reply_value(server, value)
+    refs = [x for x in torch.utils._pytree.tree_leaves(got) if isinstance(x, wire.Ref)]
+    assert holds_ref and len(refs) == 1 and len(server.objects) == 1
+    assert server.objects[refs[0].oid] is next(x for x in torch.utils._pytree.tree_leaves(value)
+                                               if not isinstance(x, (int, list)))
+
+
+def test_the_plain_pickler_refuses_what_is_not_plain():
+    with pytest.raises(wire.NotPlain, match="Linear"):
+        wire.dumps([1, (2, torch.nn.Linear(1, 1))], plain=True)
