@@ -143,10 +143,26 @@ def spin(conn, seconds: float = SPIN_S) -> bool:
 #: with tensors (detached) and the containers pickle writes itself (tuple, list, dict, set, ...)
 PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
          range, slice, type(Ellipsis))
+#: how a subclass of a plain scalar type (an IntEnum, numpy.float64, a str enum) crosses: as its
+#: base type's value. Pickled as itself it would name its class, and the harness would import the
+#: module that defines it: the target's code, in the harness's process.
+_SCALAR_BASES = ((int, int.__int__), (float, float.__float__), (complex, complex.__complex__),
+                 (str, str.__str__), (bytes, bytes.__bytes__))
 
 
 class NotPlain(Exception):
     """A message for ``Pickler(plain=True)`` holds an object that is not plain data."""
+
+
+def plain_scalar(obj):
+    """``obj`` as its exact plain type: itself for a ``PLAIN`` type, its base type's value for a
+    subclass of a scalar one (``NotPlain`` otherwise)."""
+    if type(obj) in PLAIN:
+        return obj
+    for base, value in _SCALAR_BASES:
+        if isinstance(obj, base):
+            return value(obj)  # (the base type's own method: exact, whatever the subclass overrides)
+    raise NotPlain(type(obj).__qualname__)
 
 
 class Pickler(pickle.Pickler):
@@ -189,9 +205,10 @@ class Pickler(pickle.Pickler):
     def _plain(self, obj):
         if isinstance(obj, torch.Tensor):
             return reduce_tensor(obj.detach())
-        if isinstance(obj, PLAIN) or id(obj) in _REDUCERS:
+        if type(obj) in PLAIN or id(obj) in _REDUCERS:
             return NotImplemented  # (pickled as pickle does; the types and functions their reductions name)
-        raise NotPlain(type(obj).__qualname__)
+        value = plain_scalar(obj)  # (raises NotPlain)
+        return type(value), (value,)
 
 
 @dataclass

@@ -65,8 +65,10 @@ class TargetServer:
         Walked only for a value that is not all plain data (``dumps``)."""
         if isinstance(obj, torch.Tensor):
             return obj.detach()
-        if isinstance(obj, wire.PLAIN):
-            return obj
+        try:
+            return wire.plain_scalar(obj)
+        except wire.NotPlain:
+            pass
         if type(obj) in (tuple, list):
             if all(type(o) in _SCALARS for o in obj):
                 return obj  # a flat sequence of numbers (a token list): as it is

@@ -184,3 +184,34 @@ def test_an_object_that_is_not_plain_data_stays_in_the_worker_as_a_ref(make):
 def test_the_plain_pickler_refuses_what_is_not_plain():
     with pytest.raises(wire.NotPlain, match="Linear"):
         wire.dumps([1, (2, torch.nn.Linear(1, 1))], plain=True)
+
+
+def _target_only_values():
+    """Subclasses of plain scalar types from a module only the worker has (a target's file)."""
+    import enum
+    import types
+    module = types.ModuleType("a_target_file_the_harness_never_imports")
+    Color = enum.IntEnum("Color", "RED GREEN", module=module.__name__)
+    module.Color = Color
+    for base in (str, float, bytes, complex):
+        cls = type(f"My{base.__name__}", (base,), {"__module__": module.__name__, "__str__": lambda self: "?"})
+        setattr(module, cls.__name__, cls)
+    values = [Color.GREEN, module.Mystr("tok"), module.Myfloat(0.5), module.Mybytes(b"ab"), module.Mycomplex(1j)]
+    return module, values, [2, "tok", 0.5, b"ab", 1j]
+
+
+@pytest.mark.parametrize("with_a_ref", [False, True], ids=["plain reply", "reply walked by export"])
+def test_a_subclass_of_a_plain_scalar_crosses_as_its_base_value_not_by_its_class(with_a_ref, monkeypatch):
+    """An IntEnum or a str subclass a target returns arrives as the int or str it is: pickled as
+    itself it names its class, and unpickling it would import the target's module into the
+    harness's process (here: fail, as the module exists only on the worker's side)."""
+    import sys
+    module, values, expected = _target_only_values()
+    server = _server()
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    message = server.dumps(("ok", [values, torch.nn.ReLU()] if with_a_ref else values, "", [], True))
+    monkeypatch.delitem(sys.modules, module.__name__)
+    reply, _ = wire.loads(message)
+    got = reply[1][0] if with_a_ref else reply[1]
+    assert got == expected and [type(x) for x in got] == [type(x) for x in expected]
+    assert reply[4] is with_a_ref
