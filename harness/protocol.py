@@ -231,7 +231,7 @@ RECORDS: tuple[Name, ...] = (
     # ---- positions ------------------------------------------------------------------------------
     Name("sinusoidal_position_embedding", family="positions", reference="reference.sinusoidal",
          signature="sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]",
-         compared=TOLERANCE),
+         compared=TOLERANCE + " (each table read in the interleaved frame: a declared layout is no disagreement)"),
     Name("LearnedPositionEmbedding", family="positions", reference="reference.learned_positions", kind="class",
          signature="LearnedPositionEmbedding(max_positions, dim); forward(positions: LongTensor)",
          not_compared="a learned table initialised at random"),

@@ -223,3 +223,32 @@ def test_rope_pairings_are_compared_as_the_same_rotation(pytester, tmp_path, lay
     rows = {(r["part"], r["item"]): r["result"]
             for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
     assert rows[("differential", "apply_rotary_embedding")] == verdict, result.stdout.str()[-3000:]
+
+
+CONCATENATED = '''
+import torch
+from reference.sinusoidal import sinusoidal_math
+HARNESS_CONVENTIONS = {{"sinusoidal_layout": "concatenated"}}
+
+def sinusoidal_position_embedding(num_positions, dim):
+    pe = sinusoidal_math(num_positions, dim, "concatenated")
+    return pe{bug}.float()
+'''
+
+
+@pytest.mark.parametrize("bug, verdict", [("", "agree"), ("[:, list(range(1, dim)) + [0]]", "disagree")],
+                         ids=["concatenated", "concatenated, columns rolled"])
+def test_sinusoidal_layouts_are_compared_as_the_same_table(pytester, tmp_path, bug, verdict):
+    """reference (interleaved columns) and a target that declares the concatenated layout: the
+    differential reads the latter's [sin ..., cos ...] as [sin w_0, cos w_0, ...], so a correct
+    concatenated table agrees (a sweep of reference and x-transformers reported its table as an
+    output disagreement on top of the named convention), and one whose columns are rolled does not."""
+    target = tmp_path / f"sin_{verdict}.py"
+    target.write_text(CONCATENATED.format(bug=bug))
+    report = tmp_path / "report"
+    result = run_suite(pytester, [CONSISTENCY / "test_consistency_positions.py"], ["reference", target],
+                       "sinusoidal", "--conformance-report", str(report))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    rows = {(r["part"], r["item"]): r["result"]
+            for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
+    assert rows[("differential", "sinusoidal_position_embedding")] == verdict, result.stdout.str()[-3000:]

@@ -3,7 +3,8 @@ inputs (``apply_rotary_embedding`` with its default base, each target in its dec
 (a rotate_half one is given the same pairs at (j, j + D/2)), ``alibi_bias`` up to the per-row constant
 softmax ignores on the causal keys, ``alibi_slopes``, ``t5_relative_position_bucket`` and
 ``t5_relative_position_bias`` exactly except within 1e-4 of a float32 bucket boundary,
-``sinusoidal_position_embedding``). How the targets are called and compared:
+``sinusoidal_position_embedding`` with each table in its declared ``sinusoidal_layout``, read in the
+interleaved frame). How the targets are called and compared:
 ``suites/consistency/differential.py``.
 
     x (B, H, L, D); biases (H, Lq, Lk)
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from harness import tolerance
 from reference.alibi import alibi_distance, alibi_math, get_slopes
 from reference.rope import LAYOUTS
-from reference.sinusoidal import sinusoidal_math
+from reference.sinusoidal import sin_cos_columns, sinusoidal_math
 from reference.t5_bias import relative_positions
 from suites.consistency.differential import (Case, as_float64, call_function, exact, not_compared, outputs_agree,
                                              policy)
@@ -114,6 +115,18 @@ def _sinusoidal_calls(cfg, device):
     return [("table", (cfg.num_positions, cfg.dim), {})]
 
 
+def _sinusoidal_invoke(target, name, cfg, args, kwargs):
+    """Each target's table in its declared ``sinusoidal_layout``, read in the interleaved frame
+    (the reference's columns, and those of a target that declares none): a concatenated table's
+    columns [sin ..., cos ...] move to [sin w_0, cos w_0, ...], so two named layouts are not a
+    disagreement (a wrong frequency still is)."""
+    out = call_function(target, name, cfg, args, kwargs)
+    layout, dim = target.conventions.get("sinusoidal_layout", "interleaved"), args[1]
+    if layout == "interleaved" or dim % 2 or not (isinstance(out, torch.Tensor) and out.shape[-1:] == (dim,)):
+        return out
+    return out[..., torch.stack(sin_cos_columns(dim, layout), dim=1).flatten().to(out.device)]
+
+
 def _sinusoidal_judge(cfg, label, args, kwargs, out_dtype):
     truth = sinusoidal_math(*args)
     return as_float64, policy(truth, sinusoidal_math(*args, compute_dtype=out_dtype).double(), out_dtype)
@@ -135,7 +148,8 @@ CASES: dict[str, Case] = {
     "alibi_bias": Case(alibi_configs(), _alibi_calls, _alibi_judge),
     "t5_relative_position_bucket": Case(t5_bucket_configs().map(_defaults), _bucket_calls, exact, _bucket_exempt),
     "t5_relative_position_bias": Case(t5_bias_configs().map(_defaults), _bias_calls, exact, _bias_exempt),
-    "sinusoidal_position_embedding": Case(sinusoidal_configs(), _sinusoidal_calls, _sinusoidal_judge),
+    "sinusoidal_position_embedding": Case(sinusoidal_configs(), _sinusoidal_calls, _sinusoidal_judge,
+                                          invoke=_sinusoidal_invoke),
     "alibi_slopes": Case(alibi_configs(), _slopes_calls, _slopes_judge),
 }
 #: the family's names with no differential check, and why (each record's ``not_compared``)
