@@ -110,7 +110,7 @@ def disagreement_of(exc: BaseException) -> str | None:
     if not isinstance(exc, AssertionError):
         return None
     why = str(exc).strip().splitlines()
-    return " ".join(why[:2])[:400] if why else "outputs differ"
+    return " ".join(why[:2])[:600] if why else "outputs differ"
 
 
 def differential_row(report, props: dict, short_reason) -> dict | None:

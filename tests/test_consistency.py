@@ -252,3 +252,28 @@ def test_sinusoidal_layouts_are_compared_as_the_same_table(pytester, tmp_path, b
     rows = {(r["part"], r["item"]): r["result"]
             for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
     assert rows[("differential", "sinusoidal_position_embedding")] == verdict, result.stdout.str()[-3000:]
+
+
+WIDER_WINDOW = '''
+from reference.sliding_window import sliding_window_attention as _window
+HARNESS_CONVENTIONS = {"window_extent": "w+1"}
+
+def sliding_window_attention(query, key, value, window, scale=None):
+    return _window(query, key, value, window + 1, scale)
+'''
+
+
+def test_an_output_disagreement_names_the_conventions_declared_differently(pytester, tmp_path):
+    """reference (w keys) and a target that declares and follows w + 1: their window outputs
+    differ, and the disagreement says they declare different window extents (a named difference:
+    each passes its own suites), as the sweep of every control reported for HF's FA2 path."""
+    target = tmp_path / "wider.py"
+    target.write_text(WIDER_WINDOW)
+    report = tmp_path / "report"
+    result = run_suite(pytester, [CONSISTENCY / "test_consistency_attention.py"], ["reference", target],
+                       "sliding_window", "--conformance-report", str(report))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    rows = {(r["part"], r["item"]): r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
+    row = rows[("differential", "sliding_window_attention")]
+    assert row["result"] == "disagree"
+    assert "they declare different conventions, which may explain it: window_extent w vs w+1" in row["detail"]

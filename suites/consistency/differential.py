@@ -33,6 +33,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from harness import protocol, tolerance
+from harness.conventions import KNOWN
 from harness.target_import import BrokenTarget, Missing
 from suites.consistency.models import NotComparable
 from suites.kit import ImplementationError, impl
@@ -150,7 +151,24 @@ def assert_consistent(name: str, cfg, case: Case, calls, results) -> None:
                     "they must be equal"
                 raise AssertionError(
                     f"{name} ({label}) at {idx}: {first.spec} {float(a[idx]):.6g}, {other.spec} {float(b[idx]):.6g}; "
-                    f"max |difference| {worst:.3e}, {bound}; config {cfg.to_json()}")
+                    f"max |difference| {worst:.3e}, {bound}{declared_differently(first, other)}; "
+                    f"config {cfg.to_json()}")
+
+
+#: conventions the differential reads away (each target called in its declared layout)
+READ_AWAY = ("rope_layout", "sinusoidal_layout")
+
+
+def declared_differently(a, b) -> str:
+    """``"; they declare different conventions, which may explain it: window_extent w vs w+1"``
+    for two targets whose declared conventions (or the protocol's defaults) differ, else ``""``:
+    a disagreement between backends that follow different named conventions is named as such."""
+    found = []
+    for key, convention in KNOWN.items():
+        va, vb = ((getattr(t, "conventions", None) or {}).get(key, convention.default) for t in (a, b))
+        if key not in READ_AWAY and va and vb and va != vb:
+            found.append(f"{key} {va} vs {vb}")
+    return f"; they declare different conventions, which may explain it: {', '.join(found)}" if found else ""
 
 
 def outputs_agree(loaded_targets, name: str, data, cases: dict[str, Case], skipped: dict[str, str]) -> None:

@@ -81,6 +81,10 @@ class Role:
     def spec(self) -> str:
         return f"{self.target.spec} ({self.name})"
 
+    @property
+    def conventions(self) -> dict[str, str]:
+        return self.target.conventions
+
 
 def packed_and_dense(packed: list, dense: list, cfg, args, kwargs) -> list:
     """[(role, [output])] of every target that returned: varlen first, then dense per sequence."""
