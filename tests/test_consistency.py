@@ -199,6 +199,19 @@ def test_check_passes_require_consistent():
     assert "--require-consistent" in check.pytest_argv(args)
 
 
+def _differential_row(pytester, tmp_path, source: str, suite: str, name: str) -> dict:
+    """The differential row of ``name`` when reference and a target written from ``source`` are
+    held to each other by ``suite`` (the session itself must pass: a disagreement is reported)."""
+    target = tmp_path / "target_under_test.py"
+    target.write_text(source)
+    report = tmp_path / "report"
+    result = run_suite(pytester, [CONSISTENCY / suite], ["reference", target], name,
+                       "--conformance-report", str(report))
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    rows = {(r["part"], r["item"]): r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
+    return rows[("differential", name)]
+
+
 ROTATE_HALF = '''
 from reference.rope import rope_math
 HARNESS_CONVENTIONS = {{"rope_layout": "rotate_half"}}
@@ -214,19 +227,12 @@ def test_rope_pairings_are_compared_as_the_same_rotation(pytester, tmp_path, lay
     the latter the same pairs at (j, j + D/2) and reads its output back, so a correct rotate-half
     RoPE agrees (the first H200 run reported reference.triton.rope and rope_interleaved as
     disagreeing), and one that declares rotate_half but pairs (2j, 2j + 1) does not."""
-    target = tmp_path / f"rope_{layout}.py"
-    target.write_text(ROTATE_HALF.format(layout=layout))
-    report = tmp_path / "report"
-    result = run_suite(pytester, [CONSISTENCY / "test_consistency_positions.py"], ["reference", target],
-                       "apply_rotary_embedding", "--conformance-report", str(report))
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    rows = {(r["part"], r["item"]): r["result"]
-            for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
-    assert rows[("differential", "apply_rotary_embedding")] == verdict, result.stdout.str()[-3000:]
+    row = _differential_row(pytester, tmp_path, ROTATE_HALF.format(layout=layout),
+                            "test_consistency_positions.py", "apply_rotary_embedding")
+    assert row["result"] == verdict, row
 
 
 CONCATENATED = '''
-import torch
 from reference.sinusoidal import sinusoidal_math
 HARNESS_CONVENTIONS = {{"sinusoidal_layout": "concatenated"}}
 
@@ -243,15 +249,9 @@ def test_sinusoidal_layouts_are_compared_as_the_same_table(pytester, tmp_path, b
     differential reads the latter's [sin ..., cos ...] as [sin w_0, cos w_0, ...], so a correct
     concatenated table agrees (a sweep of reference and x-transformers reported its table as an
     output disagreement on top of the named convention), and one whose columns are rolled does not."""
-    target = tmp_path / f"sin_{verdict}.py"
-    target.write_text(CONCATENATED.format(bug=bug))
-    report = tmp_path / "report"
-    result = run_suite(pytester, [CONSISTENCY / "test_consistency_positions.py"], ["reference", target],
-                       "sinusoidal", "--conformance-report", str(report))
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    rows = {(r["part"], r["item"]): r["result"]
-            for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
-    assert rows[("differential", "sinusoidal_position_embedding")] == verdict, result.stdout.str()[-3000:]
+    row = _differential_row(pytester, tmp_path, CONCATENATED.format(bug=bug),
+                            "test_consistency_positions.py", "sinusoidal_position_embedding")
+    assert row["result"] == verdict, row
 
 
 WIDER_WINDOW = '''
@@ -267,13 +267,7 @@ def test_an_output_disagreement_names_the_conventions_declared_differently(pytes
     """reference (w keys) and a target that declares and follows w + 1: their window outputs
     differ, and the disagreement says they declare different window extents (a named difference:
     each passes its own suites), as the sweep of every control reported for HF's FA2 path."""
-    target = tmp_path / "wider.py"
-    target.write_text(WIDER_WINDOW)
-    report = tmp_path / "report"
-    result = run_suite(pytester, [CONSISTENCY / "test_consistency_attention.py"], ["reference", target],
-                       "sliding_window", "--conformance-report", str(report))
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    rows = {(r["part"], r["item"]): r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]}
-    row = rows[("differential", "sliding_window_attention")]
+    row = _differential_row(pytester, tmp_path, WIDER_WINDOW, "test_consistency_attention.py",
+                            "sliding_window_attention")
     assert row["result"] == "disagree"
     assert "they declare different conventions, which may explain it: window_extent w vs w+1" in row["detail"]
