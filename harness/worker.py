@@ -65,16 +65,16 @@ class TargetServer:
         Walked only for a value that is not all plain data (``dumps``)."""
         if isinstance(obj, torch.Tensor):
             return obj.detach()
-        try:
-            return wire.plain_scalar(obj)
-        except wire.NotPlain:
-            pass
         if type(obj) in (tuple, list):
             if all(type(o) in _SCALARS for o in obj):
                 return obj  # a flat sequence of numbers (a token list): as it is
             return type(obj)(self.export(o) for o in obj)
         if type(obj) is dict and all(isinstance(k, (str, int)) for k in obj):
-            return {k: self.export(v) for k, v in obj.items()}
+            return {wire.plain_scalar(k): self.export(v) for k, v in obj.items()}  # (an IntEnum key: its int)
+        try:
+            return wire.plain_scalar(obj)
+        except wire.NotPlain:
+            pass
         oid, self.next_oid = self.next_oid, self.next_oid + 1
         self.objects[oid] = obj
         cls = type(obj)

@@ -209,9 +209,11 @@ def test_a_subclass_of_a_plain_scalar_crosses_as_its_base_value_not_by_its_class
     module, values, expected = _target_only_values()
     server = _server()
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    message = server.dumps(("ok", [values, torch.nn.ReLU()] if with_a_ref else values, "", [], True))
+    keyed = {values[0]: values}  # (an IntEnum key too)
+    message = server.dumps(("ok", [keyed, torch.nn.ReLU()] if with_a_ref else keyed, "", [], True))
     monkeypatch.delitem(sys.modules, module.__name__)
     reply, _ = wire.loads(message)
     got = reply[1][0] if with_a_ref else reply[1]
-    assert got == expected and [type(x) for x in got] == [type(x) for x in expected]
+    assert [type(k) for k in got] == [int] and got[2] == expected
+    assert [type(x) for x in got[2]] == [type(x) for x in expected]
     assert reply[4] is with_a_ref

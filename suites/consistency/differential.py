@@ -165,7 +165,7 @@ def declared_differently(a, b) -> str:
     a disagreement between backends that follow different named conventions is named as such."""
     found = []
     for key, convention in KNOWN.items():
-        va, vb = ((getattr(t, "conventions", None) or {}).get(key, convention.default) for t in (a, b))
+        va, vb = (t.conventions.get(key, convention.default) for t in (a, b))
         if key not in READ_AWAY and va and vb and va != vb:
             found.append(f"{key} {va} vs {vb}")
     return f"; they declare different conventions, which may explain it: {', '.join(found)}" if found else ""
