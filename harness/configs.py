@@ -102,16 +102,22 @@ def load_families() -> None:
     for directory in _SOURCES:
         for path in sorted(Path(directory).glob("*/configs.py")):
             name, root = _dotted(path)
-            if str(root) not in sys.path:
+            if root is not None and str(root) not in sys.path:
                 sys.path.insert(0, str(root))
             importlib.import_module(name)
             if name not in _MODULES:
                 _MODULES.append(name)
 
 
-def _dotted(path: Path) -> tuple[str, Path]:
+def _dotted(path: Path) -> tuple[str, Path | None]:
     """``path``'s module name (through the packages above it: the folders with an
-    ``__init__.py``) and the folder above its top package."""
+    ``__init__.py``) and the folder above its top package (None: importable already). The harness's own suites are
+    ``harness.suites.*`` wherever their folder is (a checkout's top level or an installed wheel:
+    ``harness.layout``), the name the suites import them by."""
+    from harness import layout
+    ours = layout.suite_module(path)
+    if ours:
+        return ours, None
     parts, folder = [path.stem], path.parent
     while (folder / "__init__.py").exists():
         parts.insert(0, folder.name)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import layout
+
 #: the project's conformance suites: what ``check`` runs, and the folder whose families'
 #: ``configs.py`` define the configuration types (every entry point that loads a target passes it
 #: to ``harness.configs.add_source``; the engine itself names no suite)
-SUITES = Path(__file__).resolve().parents[1] / "suites"
+SUITES = layout.SUITES
 
 #: the built-in reference implementations, the target when no ``--impl`` is given
 DEFAULT_TARGET = "reference"

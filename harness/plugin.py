@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import configs, guard, options, provided, runner, versions
+from harness import configs, guard, layout, options, provided, runner, versions
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import Target, load_target
@@ -90,25 +90,50 @@ def target_specs(config: pytest.Config) -> list[str]:
     return specs or [options.DEFAULT_TARGET]
 
 
-#: the project root (suites/, tests/): a session run on paths in it is a harness session
-_ROOT = Path(__file__).resolve().parents[1]
-
-
 def is_harness_session(config: pytest.Config) -> bool:
-    """Whether this pytest run is about the harness: ``--impl`` / ``$HARNESS_IMPL``, a path
-    argument in (or above) this project, or ``suites`` as a package. The plug-in is loaded by
-    every pytest run in an environment where the harness is installed; in another project's
-    session it changes nothing global (no Hypothesis profile, no torch thread count, no header)."""
+    """Whether this pytest run is about the harness: what the user asked for, never a folder name
+    that might be theirs. ``--impl`` / ``$HARNESS_IMPL``; the harness's own suites (``--pyargs
+    harness.suites``, or a path in the suites' folder wherever it is installed); in a checkout of
+    the harness, a path in (or above) the checkout. The plug-in is loaded by every pytest run in an
+    environment where the harness is installed; in another project's session (their own
+    ``suites/`` included) it changes nothing global (no Hypothesis profile, no torch thread count,
+    no header)."""
     if config.getoption("impl") or os.environ.get("HARNESS_IMPL"):
         return True
+    ours = [layout.SUITES.resolve()] + ([layout.CHECKOUT.resolve()] if layout.CHECKOUT else [])
     for arg in config.args:
         head = arg.split("::")[0]
-        if head.split(".")[0] == "suites" and not head.endswith(".py"):
+        if head == "harness.suites" or head.startswith("harness.suites."):
             return True
         p = Path(head).resolve()
-        if p == _ROOT or _ROOT in p.parents or p in _ROOT.parents:
+        if any(p == root or root in p.parents for root in ours):
+            return True
+        if layout.CHECKOUT and p in ours[-1].parents:
             return True
     return False
+
+
+def benchmarks_requested(config: pytest.Config) -> bool:
+    """Whether this run asked for the suites' pytest-benchmark tests (``suites/benchmarks``):
+    ``--benchmark-json``, ``--benchmark-only``, ``--benchmark-enable`` or ``HARNESS_BENCHMARKS=1``."""
+    if os.environ.get("HARNESS_BENCHMARKS", "") not in ("", "0"):
+        return True
+    return any(config.getoption(opt, None) for opt in ("benchmark_json", "benchmark_only", "benchmark_enable"))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The suites' benchmarks folder is left out of a conformance run (``pytest --pyargs
+    harness.suites``, as ``harness check``) unless benchmarks are asked for or it is named itself."""
+    if collection_path.name != "benchmarks" or collection_path.parent.resolve() != layout.SUITES.resolve():
+        return None
+    if benchmarks_requested(config):
+        return None
+    folder = collection_path.resolve()
+    for arg in (a.split("::")[0] for a in config.args):
+        path = Path(arg).resolve()
+        if arg.startswith("harness.suites.benchmarks") or path == folder or folder in path.parents:
+            return None
+    return True
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,7 +7,7 @@ cannot call is reported as a broken target, not skipped.
 
 A record holds everything the harness knows about its name (fields in ``Name``)::
 
-    Name("alibi_bias", family="positions", reference="reference.alibi",
+    Name("alibi_bias", family="positions", reference="harness.reference.alibi",
          signature="alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]",
          compared=TOLERANCE + " on the causal keys, up to the per-row constant softmax ignores"),
 
@@ -199,17 +199,17 @@ def params_of(signature: str, name: str | None = None) -> tuple[str, ...] | None
 
 RECORDS: tuple[Name, ...] = (
     # ---- attention ------------------------------------------------------------------------------
-    Name("scaled_dot_product_attention", family="attention", reference="reference.attention",
+    Name("scaled_dot_product_attention", family="attention", reference="harness.reference.attention",
          signature="scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, "
                    "is_causal=False, scale=None, enable_gqa=False)",
          new_memory=True,
          features={"attn_mask": "an explicit attn_mask (boolean or float)", "dropout": "dropout_p > 0",
                    "is_causal": "is_causal=True", "enable_gqa": GQA, "scale": "an explicit scale"},
          compared=TOLERANCE + " (default arguments, and is_causal=True)"),
-    Name("sliding_window_attention", family="attention", reference="reference.sliding_window",
+    Name("sliding_window_attention", family="attention", reference="harness.reference.sliding_window",
          signature="sliding_window_attention(query, key, value, window, scale=None)",
          new_memory=True, compared=TOLERANCE + " (default scale)"),
-    Name("attention_with_kvcache", family="kvcache", reference="reference.kvcache",
+    Name("attention_with_kvcache", family="kvcache", reference="harness.reference.kvcache",
          signature="attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
                    "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, "
                    "block_table=None, softcap=None, sinks=None) -> out",
@@ -221,7 +221,7 @@ RECORDS: tuple[Name, ...] = (
          options={"block_table": "kvcache_paged", "softcap": "softcap", "sinks": "sinks"},
          compared=TOLERANCE + " (one call on ragged cache_seqlens; each target writes its own caches; the same "
                               "logical contents in a paged pool, held to the first target's linear call)"),
-    Name("attention_varlen", family="attention", reference="reference.attention_varlen",
+    Name("attention_varlen", family="attention", reference="harness.reference.attention_varlen",
          signature="attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
                    "window=None, scale=None, softcap=None, sinks=None) -> out",
          new_memory=True,
@@ -229,84 +229,84 @@ RECORDS: tuple[Name, ...] = (
                    "softcap": SOFTCAP, "sinks": SINKS},
          compared=TOLERANCE + " (packed sequences, causal or not, GQA; and each target's SDPA run per sequence)"),
     # ---- positions ------------------------------------------------------------------------------
-    Name("sinusoidal_position_embedding", family="positions", reference="reference.sinusoidal",
+    Name("sinusoidal_position_embedding", family="positions", reference="harness.reference.sinusoidal",
          signature="sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]",
          compared=TOLERANCE + " (each table read in the interleaved frame: a declared layout is no disagreement)"),
-    Name("LearnedPositionEmbedding", family="positions", reference="reference.learned_positions", kind="class",
+    Name("LearnedPositionEmbedding", family="positions", reference="harness.reference.learned_positions", kind="class",
          signature="LearnedPositionEmbedding(max_positions, dim); forward(positions: LongTensor)",
          not_compared="a learned table initialised at random"),
-    Name("apply_rotary_embedding", family="positions", reference="reference.rope",
+    Name("apply_rotary_embedding", family="positions", reference="harness.reference.rope",
          signature="apply_rotary_embedding(x, positions, base=10000.0)",
          compared=TOLERANCE + " (default base; the yardstick is the worse layout's)"),
-    Name("RotaryEmbedding", family="positions", reference="reference.rope", kind="class",
+    Name("RotaryEmbedding", family="positions", reference="harness.reference.rope", kind="class",
          signature="RotaryEmbedding(dim, base=10000.0); forward(x (B, H, L, D), offset=0)",
          not_compared="the stateful form: apply_rotary_embedding is compared; call sequences are rope_module's"),
-    Name("alibi_slopes", family="positions", reference="reference.alibi",
+    Name("alibi_slopes", family="positions", reference="harness.reference.alibi",
          signature="alibi_slopes(num_heads) -> Tensor[H]", compared=TOLERANCE),
-    Name("alibi_bias", family="positions", reference="reference.alibi",
+    Name("alibi_bias", family="positions", reference="harness.reference.alibi",
          signature="alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]",
          compared=TOLERANCE + " on the causal keys, up to the per-row constant softmax ignores"),
-    Name("AlibiPositionalBias", family="positions", reference="reference.alibi", kind="class",
+    Name("AlibiPositionalBias", family="positions", reference="harness.reference.alibi", kind="class",
          signature="AlibiPositionalBias(num_heads); forward(query_len, key_len) -> Tensor[H, Lq, Lk]",
          not_compared="the cached form: alibi_bias is compared; call sequences are alibi_module's"),
-    Name("t5_relative_position_bucket", family="positions", reference="reference.t5_bucket",
+    Name("t5_relative_position_bucket", family="positions", reference="harness.reference.t5_bucket",
          signature="t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, "
                    "max_distance=128)",
          compared="equal, except where the float32 logarithm lands within 1e-4 of a bucket boundary "
                   "(defaults, and bidirectional=False)"),
     # table: the learned (num_buckets, H) embedding weight; queries aligned to the END of the keys (query i
     # at position key_len - query_len + i, as in KV-cache decoding); bias[h, i, j] = table[bucket(key - query), h]
-    Name("t5_relative_position_bias", family="positions", reference="reference.t5_bias",
+    Name("t5_relative_position_bias", family="positions", reference="harness.reference.t5_bias",
          signature="t5_relative_position_bias(table, query_len, key_len, bidirectional=True, num_buckets=32, "
                    "max_distance=128) -> Tensor[H, query_len, key_len]",
          compared="equal (a lookup in one table), except at the buckets t5_relative_position_bucket exempts"),
-    Name("T5RelativePositionBias", family="positions", reference="reference.t5_bias", kind="class",
+    Name("T5RelativePositionBias", family="positions", reference="harness.reference.t5_bias", kind="class",
          signature="T5RelativePositionBias(num_heads, bidirectional=True, num_buckets=32, max_distance=128); "
                    "forward(query_len, key_len) -> Tensor[H, Lq, Lk]; attribute relative_attention_bias "
                    "(nn.Embedding(num_buckets, H))",
          not_compared="the module form: t5_relative_position_bias is compared"),
     # ---- norms ----------------------------------------------------------------------------------
-    Name("LayerNorm", family="norms", reference="reference.layernorm", kind="class",
+    Name("LayerNorm", family="norms", reference="harness.reference.layernorm", kind="class",
          signature="LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)",
          compared=TOLERANCE + " (built with the same weight and bias, called on one x)"),
-    Name("RMSNorm", family="norms", reference="reference.rmsnorm", kind="class",
+    Name("RMSNorm", family="norms", reference="harness.reference.rmsnorm", kind="class",
          signature="RMSNorm(normalized_shape, eps=None, elementwise_affine=True)",
          compared=TOLERANCE + " (built with the same weight, called on one x)"),
-    Name("residual_block", family="norms", reference="reference.blocks",
+    Name("residual_block", family="norms", reference="harness.reference.blocks",
          signature="residual_block(dim, sublayer) -> nn.Module; forward(x (..., dim))",
          not_compared="a freshly initialised norm and the harness's sublayer: placement is norm_placement's"),
     # ---- bert: objectives -----------------------------------------------------------------------
-    Name("mask_tokens", family="bert", reference="reference.mlm",
+    Name("mask_tokens", family="bert", reference="harness.reference.mlm",
          signature="mask_tokens(input_ids, *, vocab_size, mask_token_id, special_tokens_mask=None, "
                    "mlm_probability=0.15, generator=None) -> (inputs, labels)",
          not_compared="random draws: two correct targets draw differently (their statistics are each "
                       "target's suites')"),
-    Name("distillation_loss", family="bert", reference="reference.distillation",
+    Name("distillation_loss", family="bert", reference="harness.reference.distillation",
          signature="distillation_loss(student_logits, teacher_logits, temperature=1.0)",
          compared=TOLERANCE + " (the default temperature, and a drawn one)"),
-    Name("span_corruption", family="bert", reference="reference.span_corruption",
+    Name("span_corruption", family="bert", reference="harness.reference.span_corruption",
          signature="span_corruption(tokens, *, sentinel_ids, noise_density=0.15, mean_span_length=3.0, "
                    "generator=None) -> (inputs, targets)",
          not_compared="random draws, as mask_tokens"),
     # ---- bert: models ---------------------------------------------------------------------------
-    Name("build_model", family="bert", reference="reference.dependency_models",
+    Name("build_model", family="bert", reference="harness.reference.dependency_models",
          signature="build_model() -> nn.Module; forward(inputs_embeds (B, L, D)) -> (B, L, H); "
                    "attribute embed_dim = D",
          compared=TOLERANCE + " (every module loaded with the first target's weights; suites/consistency/models.py)"),
-    Name("MODEL_CLAIM", family="bert", reference="reference.dependency_models", kind="constant",
+    Name("MODEL_CLAIM", family="bert", reference="harness.reference.dependency_models", kind="constant",
          signature="MODEL_CLAIM = 'bidirectional' | 'causal' | 'concat_unidirectional'"),
-    Name("build_bert", family="bert", reference="reference.bert",
+    Name("build_bert", family="bert", reference="harness.reference.bert",
          signature="build_bert(size='base', add_pooling_layer=True) -> nn.Module",
          not_compared="BERT-base and -large: too large to copy between targets here (build_model and "
                       "bert_embeddings compare two backends of one model with shared weights)"),
-    Name("bert_embeddings", family="bert", reference="reference.bert",
+    Name("bert_embeddings", family="bert", reference="harness.reference.bert",
          signature="bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2) "
                    "-> nn.Module; forward(input_ids, token_type_ids=None, position_ids=None) -> (B, L, hidden_size)",
          compared=TOLERANCE + " (as build_model)"),
-    Name("build_inputs", family="bert", reference="reference.bert",
+    Name("build_inputs", family="bert", reference="harness.reference.bert",
          signature="build_inputs(tokens_a, tokens_b=None, *, cls_id=101, sep_id=102) -> (input_ids, token_type_ids)",
          compared="equal (input_ids and token_type_ids)"),
-    Name("make_nsp_pairs", family="bert", reference="reference.bert",
+    Name("make_nsp_pairs", family="bert", reference="harness.reference.bert",
          signature="make_nsp_pairs(documents, num_pairs, *, generator=None) -> [(sentence_a, sentence_b, label)]",
          not_compared="random draws, as mask_tokens"),
 )

@@ -24,7 +24,7 @@ import pytest
 import torch
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import guard, target_ops
+from harness import guard, layout, target_ops
 from harness.configs import Config
 from harness.handles import is_module, is_remote, method
 from harness.pending import Pending
@@ -269,11 +269,15 @@ def property_name(check: Callable) -> str:
 
 def repro_command(target: Target, check: Callable, cfg: Config) -> str:
     path = inspect.getsourcefile(check) or check.__module__
-    try:  # relative when under the working directory; absolute otherwise (a ../.. path is fragile)
-        rel = os.path.relpath(path)
-        path = rel if not rel.startswith("..") else os.path.abspath(path)
-    except ValueError:
-        pass
+    ours = layout.suite_module(path) if os.path.exists(path) else None
+    if ours:  # the harness's own suites by module name: the same line in a checkout and a wheel
+        path = ours
+    else:
+        try:  # relative when under the working directory; absolute otherwise (a ../.. path is fragile)
+            rel = os.path.relpath(path)
+            path = rel if not rel.startswith("..") else os.path.abspath(path)
+        except ValueError:
+            pass
     extra = "".join(f" --convention {k}={v}" for k, v in sorted(target.cli_conventions.items()))
     if not target.isolated:
         extra += " --isolation none"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness import declarations, interpret, protocol, provided
+from harness import declarations, interpret, layout, protocol, provided
 
 
 @dataclass
@@ -157,7 +157,7 @@ def import_spec(spec: str) -> ModuleType:
             if not os.path.exists(spec):
                 raise FileNotFoundError(f"no such file: {spec!r}")
             return _import_file(spec)
-        return importlib.import_module(spec)
+        return importlib.import_module(layout.builtin_module(spec) or spec)
     except ModuleNotFoundError as exc:
         if interpret.missing_triton(exc):
             raise ModuleNotFoundError(interpret.missing_message(spec), name="triton") from None

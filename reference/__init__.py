@@ -5,24 +5,24 @@ One component per module; shapes are in each module's docstring. Every protocol 
 re-exported here, from the module its record names (``harness.protocol``: ``reference=``);
 tests/test_protocol_records.py checks both. (This package imports nothing from ``harness``.)
 """
-from reference.attention import scaled_dot_product_attention
-from reference.sliding_window import sliding_window_attention
-from reference.kvcache import attention_with_kvcache
-from reference.attention_varlen import attention_varlen
-from reference.layernorm import LayerNorm
-from reference.rmsnorm import RMSNorm
-from reference.blocks import residual_block
-from reference.sinusoidal import sinusoidal_position_embedding
-from reference.learned_positions import LearnedPositionEmbedding
-from reference.rope import RotaryEmbedding, apply_rotary_embedding
-from reference.alibi import AlibiPositionalBias, alibi_bias, alibi_slopes
-from reference.t5_bucket import t5_relative_position_bucket
-from reference.t5_bias import T5RelativePositionBias, t5_relative_position_bias
-from reference.mlm import mask_tokens
-from reference.distillation import distillation_loss
-from reference.span_corruption import span_corruption
-from reference.dependency_models import MODEL_CLAIM, build_model
-from reference.bert import bert_embeddings, build_bert, build_inputs, make_nsp_pairs
+from harness.reference.attention import scaled_dot_product_attention
+from harness.reference.sliding_window import sliding_window_attention
+from harness.reference.kvcache import attention_with_kvcache
+from harness.reference.attention_varlen import attention_varlen
+from harness.reference.layernorm import LayerNorm
+from harness.reference.rmsnorm import RMSNorm
+from harness.reference.blocks import residual_block
+from harness.reference.sinusoidal import sinusoidal_position_embedding
+from harness.reference.learned_positions import LearnedPositionEmbedding
+from harness.reference.rope import RotaryEmbedding, apply_rotary_embedding
+from harness.reference.alibi import AlibiPositionalBias, alibi_bias, alibi_slopes
+from harness.reference.t5_bucket import t5_relative_position_bucket
+from harness.reference.t5_bias import T5RelativePositionBias, t5_relative_position_bias
+from harness.reference.mlm import mask_tokens
+from harness.reference.distillation import distillation_loss
+from harness.reference.span_corruption import span_corruption
+from harness.reference.dependency_models import MODEL_CLAIM, build_model
+from harness.reference.bert import bert_embeddings, build_bert, build_inputs, make_nsp_pairs
 
 __all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache", "attention_varlen",
            "LayerNorm", "RMSNorm", "residual_block",

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from reference.masks import causal_mask
+from harness.reference.masks import causal_mask
 
 
 def attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,

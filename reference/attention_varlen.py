@@ -30,7 +30,7 @@ import math
 
 import torch
 
-from reference.attention_options import apply_softcap, softmax_with_sinks
+from harness.reference.attention_options import apply_softcap, softmax_with_sinks
 
 
 def bounds(cu_seqlens) -> list[tuple[int, int]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from reference.layernorm import LayerNorm
+from harness.reference.layernorm import LayerNorm
 
 
 class PreNormBlock(nn.Module):

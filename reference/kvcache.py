@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import torch
 
-from reference.attention import attention_math
-from reference.attention_options import apply_softcap, softmax_with_sinks
-from reference.rope import pair_indices
+from harness.reference.attention import attention_math
+from harness.reference.attention_options import apply_softcap, softmax_with_sinks
+from harness.reference.rope import pair_indices
 
 
 def rotate(x, positions, cos_table, sin_table, interleaved: bool, compute_dtype=torch.float64):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from reference.layernorm import trailing_dims
+from harness.reference.layernorm import trailing_dims
 
 
 def default_eps(dtype: torch.dtype) -> float:

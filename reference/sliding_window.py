@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from reference.attention import attention_math
-from reference.masks import window_mask
+from harness.reference.attention import attention_math
+from harness.reference.masks import window_mask
 
 
 def sliding_window_math(query, key, value, window, scale=None, extent="w",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from reference.t5_bucket import t5_relative_position_bucket
+from harness.reference.t5_bucket import t5_relative_position_bucket
 
 
 def relative_positions(query_len: int, key_len: int, device=None) -> torch.Tensor:

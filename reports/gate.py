@@ -73,8 +73,8 @@ import pandas as pd
 
 from harness.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
 from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
-from reports.baseline_runs import combine
-from reports.decide import metric_rows
+from harness.reports.baseline_runs import combine
+from harness.reports.decide import metric_rows
 
 DRIFT_MIN_POINTS = 4
 SCOPES = ("target", "all")

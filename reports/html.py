@@ -25,7 +25,7 @@ import pandas as pd
 
 from harness.conformance_table import KINDS, RARE_KINDS
 from harness.gate_rule import NOISE_SIGMAS, verdict_kind
-from reports.glance import common_text, named_cases, narrow
+from harness.reports.glance import common_text, named_cases, narrow
 
 CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;

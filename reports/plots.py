@@ -34,11 +34,11 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from harness.bench.fit import FIT_POINTS, fit_key  # noqa: E402
 from harness.runfolder import DEFAULT_PASS, PASS_WORDS, PASSES, grad_case  # noqa: E402
 from harness.stats import fit_loglog  # noqa: E402
-from reports.decide import CI_NAMES  # noqa: E402
-from reports.glance import case_name  # noqa: E402
+from harness.reports.decide import CI_NAMES  # noqa: E402
+from harness.reports.glance import case_name  # noqa: E402
 from harness.runfolder import BAD_STATUSES  # noqa: E402
-from reports.load import param_columns, points  # noqa: E402
-from reports.tables import safe_name  # noqa: E402
+from harness.reports.load import param_columns, points  # noqa: E402
+from harness.reports.tables import safe_name  # noqa: E402
 
 
 @dataclass

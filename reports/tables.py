@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.runfolder import PASSES
-from reports.load import param_columns, points
+from harness.reports.load import param_columns, points
 
 FORMATS = ("csv", "parquet", "md")
 
@@ -49,7 +49,7 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """For Markdown/HTML: no telemetry columns, no all-empty columns, no single-value run columns;
     a peak below the memory probe's resolution in words (``reports.glance.below_resolution_text``);
     a target's case under the target's name (``reports.glance.named_cases``)."""
-    from reports.glance import below_resolution_text, named_cases
+    from harness.reports.glance import below_resolution_text, named_cases
     table = below_resolution_text(named_cases(table))
     keep = [c for c in table.columns if not str(c).startswith("telemetry.")
             and (table[c].notna().any() or c in ("status",))]
@@ -107,7 +107,7 @@ def write_tables(df: pd.DataFrame, out, formats=FORMATS,
     for suite, table in tables.items():
         paths += write_frame(table, out, f"summary_{safe_name(suite)}", [f for f in formats if f != "md"])
     if "md" in formats:
-        from reports.glance import markdown
+        from harness.reports.glance import markdown
         parts = ["# Benchmark summary\n", "Narrow tables: every column and row is in "
                  "summary_<suite>.csv/.parquet.\n"]
         for suite, table in tables.items():

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from harness import tolerance
-from suites.kit import UNSUPPORTED, expect_tensor, require_features, submit_on_target
+from harness.suites.kit import UNSUPPORTED, expect_tensor, require_features, submit_on_target
 from harness.interpret import gradcheck_fast
 from harness.target_ops import backward
-from suites.attention.helpers import poison
+from harness.suites.attention.helpers import poison
 
 
 #: gradcheck's step and elementwise tolerance |numerical - analytical| <= atol + rtol |numerical|: float64

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 
 from harness import runner
 from harness.configs import Config, HistoryConfig
-from suites.kit import ConventionMismatch, ImplementationError
+from harness.suites.kit import ConventionMismatch, ImplementationError
 from harness.isolation import WorkerLost
 
 #: at most this many other calls between the first call and its repeat

@@ -4,7 +4,7 @@ A property is a ``check_`` function and a thin Hypothesis test that ``run``s it 
 ``harness/runner.py``); the target is reached only through the kit (the isolation rule in
 notes/ARCHITECTURE.md)::
 
-    from suites.kit import SEED, impl, run
+    from harness.suites.kit import SEED, impl, run
 
 The model is array-api-tests' split: the strategies (``suites/strategies.py``, its
 ``hypothesis_helpers``) and the calls and assert helpers (here, its ``pytest_helpers``), one
@@ -38,7 +38,7 @@ from harness.runner import (UNSUPPORTED, Unsupported, call_each, call_under_auto
                             record_label, require_features, run, submit, submit_call, submit_on_target,
                             unverified, verified, within_declarations)
 from harness.target_ops import manual_seed
-from suites.strategies import DTYPE, SEED, autocast_dtypes
+from harness.suites.strategies import DTYPE, SEED, autocast_dtypes
 
 __all__ = ["ConventionMismatch", "DTYPE", "ImplementationError", "KNOWN", "SEED", "UNSUPPORTED",
            "Unsupported", "autocast_dtypes", "call_each", "call_under_autocast", "check_convention",

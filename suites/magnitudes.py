@@ -13,8 +13,8 @@ import math
 
 import torch
 
-from reference.attention import attention_math
-from reference.layernorm import trailing_dims
+from harness.reference.attention import attention_math
+from harness.reference.layernorm import trailing_dims
 
 
 def _abs64(t: torch.Tensor | None) -> torch.Tensor | None:

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from hypothesis import example
 
-from suites.attention.configs import AttnConfig, VarlenConfig, WindowConfig
-from suites.norms.configs import NormConfig
-from suites.positions.configs import RopeConfig
+from harness.suites.attention.configs import AttnConfig, VarlenConfig, WindowConfig
+from harness.suites.norms.configs import NormConfig
+from harness.suites.positions.configs import RopeConfig
 
 TILE_LENGTHS = (1, 2, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 2048)
 ODD_LENGTHS = (113, 203, 239)

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from hypothesis.stateful import RuleBasedStateMachine
 
 from harness.runner import PropertyFailure, property_name, repro_command
-from suites.kit import ImplementationError, impl, is_module, move, manual_seed, run, within_declarations
+from harness.suites.kit import ImplementationError, impl, is_module, move, manual_seed, run, within_declarations
 
 
 @dataclass(frozen=True)

@@ -21,21 +21,21 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from harness.configs import HistoryConfig
-from suites.kit import impl, run
-from suites.histories import examples, histories, replay, replay_same
-from suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen
-from suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
-from suites.bert import test_distillation as distillation, test_models as models
-from suites.bert.configs import (NO_SHRINK, distill_configs, embedding_configs, inputs_configs, mlm_configs,
+from harness.suites.kit import impl, run
+from harness.suites.histories import examples, histories, replay, replay_same
+from harness.suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen
+from harness.suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
+from harness.suites.bert import test_distillation as distillation, test_models as models
+from harness.suites.bert.configs import (NO_SHRINK, distill_configs, embedding_configs, inputs_configs, mlm_configs,
                                  nsp_configs, span_configs)
-from suites.bert.test_mlm import call_mask
-from suites.bert.test_span_corruption import call_span
-from suites.kvcache import configs as kvc, test_kvcache as kvcache
-from suites.norms import test_norm_placement as norm_placement
-from suites.norms.configs import norm_configs, wide_dtypes
-from suites.positions import (test_alibi as alibi, test_rope as rope, test_sinusoidal as sinusoidal,
+from harness.suites.bert.test_mlm import call_mask
+from harness.suites.bert.test_span_corruption import call_span
+from harness.suites.kvcache import configs as kvc, test_kvcache as kvcache
+from harness.suites.norms import test_norm_placement as norm_placement
+from harness.suites.norms.configs import norm_configs, wide_dtypes
+from harness.suites.positions import (test_alibi as alibi, test_rope as rope, test_sinusoidal as sinusoidal,
                               test_t5_bias as t5_bias, test_t5_bucket as t5_bucket)
-from suites.positions.configs import (RopeConfig, alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
+from harness.suites.positions.configs import (RopeConfig, alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
                                       t5_bucket_configs)
 
 PROPERTY_PREFIX = "history"

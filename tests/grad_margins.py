@@ -9,8 +9,8 @@ from pathlib import Path
 from harness import runner, tolerance
 from harness.commands.repro import load_check
 from harness.loader import load_target
-from suites.attention.configs import AttnConfig, WindowConfig
-from suites.norms.configs import NormConfig
+from harness.suites.attention.configs import AttnConfig, WindowConfig
+from harness.suites.norms.configs import NormConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted" / "grad"

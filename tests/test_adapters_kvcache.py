@@ -16,8 +16,8 @@ from harness.loader import load_target
 from harness.outcome import Outcome
 from harness.runner import run
 from planted_support import conformance, run_suite
-from suites.kvcache import configs as kvc
-from suites.kvcache import test_paged_kvcache as paged
+from harness.suites.kvcache import configs as kvc
+from harness.suites.kvcache import test_paged_kvcache as paged
 
 ADAPTER = "harness.adapters.torch_kvcache"
 

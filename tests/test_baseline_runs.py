@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from reports import gate
-from reports.baseline_runs import D2, IQR_PER_SD, between_run_spread, combined
-from reports.load import load_runs, point_samples, tidy
+from harness.reports import gate
+from harness.reports.baseline_runs import D2, IQR_PER_SD, between_run_spread, combined
+from harness.reports.load import load_runs, point_samples, tidy
 from test_gate_undecided import _folder, _points, _verdicts
 
 BWD_512 = (512, "bwd")

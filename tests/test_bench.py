@@ -181,7 +181,7 @@ def test_resume_skips_done_points(tmp_path):
 PLANTED = '''
 import torch
 import torch.nn.functional as F
-from reference.sliding_window import sliding_window_attention as _swa
+from harness.reference.sliding_window import sliding_window_attention as _swa
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
@@ -274,7 +274,7 @@ def test_store_row_is_json_safe():
 # ---------------------------------------------------------------- receptive field conventions
 
 W1_TARGET = '''
-from reference.sliding_window import sliding_window_math
+from harness.reference.sliding_window import sliding_window_math
 HARNESS_CONVENTIONS = {declared}
 def sliding_window_attention(query, key, value, window, scale=None):
     return sliding_window_math(query, key, value, window, scale, extent="w+1").to(query.dtype)

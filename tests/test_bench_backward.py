@@ -64,7 +64,7 @@ def scaling_profile():
 
 
 def test_a_backward_row_round_trips_and_an_old_row_loads_as_forward(tmp_path):
-    from reports.load import load_runs, tidy
+    from harness.reports.load import load_runs, tidy
     run = make_run(tmp_path, "old")  # written by hand without passes: forward rows
     params = {"n": 256, "batch": 1, "heads": 4, "head_dim": 64, "dtype": "float32", "pass": "bwd"}
     row = make_row("old", "scaling", "target.sdpa", "reference", "cpu", params,
@@ -109,7 +109,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 class _Window(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, window):
-        from reference.sliding_window import sliding_window_attention
+        from harness.reference.sliding_window import sliding_window_attention
         return sliding_window_attention(q, k, v, window).to(q.dtype)
 
     @staticmethod
@@ -216,8 +216,8 @@ def _bwd_rows(name, slow=1.0):
 
 
 def test_a_backward_point_the_baseline_lacks_is_new_not_a_regression(tmp_path):
-    from reports import gate
-    from reports.load import load_runs, requested, tidy
+    from harness.reports import gate
+    from harness.reports.load import load_runs, requested, tidy
     base = load_runs([make_run(tmp_path, "base")])       # an old baseline: forward rows only
     runs = load_runs([make_run(tmp_path, "cur", extra_rows=_bwd_rows("cur"))])
     result = gate.gate(tidy(runs), tidy(base), requested=requested(runs))
@@ -229,8 +229,8 @@ def test_a_backward_point_the_baseline_lacks_is_new_not_a_regression(tmp_path):
 def test_backward_baseline_points_of_a_forward_only_run_are_not_requested(tmp_path):
     """A baseline with backward rows against a run that timed the forward only (``--passes fwd``,
     or a run folder written before passes existed): not requested, not missing."""
-    from reports import gate
-    from reports.load import load_runs, requested, tidy
+    from harness.reports import gate
+    from harness.reports.load import load_runs, requested, tidy
     base = load_runs([make_run(tmp_path, "base", extra_rows=_bwd_rows("base"),
                                env_extra={"suites": ["scaling"], "passes": list(PASSES)})])
     for name, env in (("fwd_only", {"suites": ["scaling"], "passes": ["fwd"]}),
@@ -246,8 +246,8 @@ def test_backward_baseline_points_of_a_forward_only_run_are_not_requested(tmp_pa
 
 
 def test_backward_plots_are_per_pass_titled_in_words_with_legends_outside(tmp_path, monkeypatch):
-    from reports import plots
-    from reports.load import load_runs, tidy
+    from harness.reports import plots
+    from harness.reports.load import load_runs, tidy
     figures = {}
     save = plots._save
 

@@ -92,7 +92,7 @@ def test_append_drops_a_line_cut_by_a_kill(tmp_path):
 
 HANGING = '''
 import os, time
-from reference.sliding_window import sliding_window_attention as _swa
+from harness.reference.sliding_window import sliding_window_attention as _swa
 
 WATCH = os.environ.get("HARNESS_TEST_HANG")  # the run's results.jsonl
 

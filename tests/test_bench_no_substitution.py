@@ -16,7 +16,7 @@ def bench(out, *extra) -> int:
 
 
 NO_SDPA = '''
-from reference.sliding_window import sliding_window_attention
+from harness.reference.sliding_window import sliding_window_attention
 '''
 
 

@@ -77,7 +77,7 @@ def test_fits_from_rows_groups_by_case():
 
 def test_banded_and_naive_kernels_equal_the_reference():
     from harness.bench.models.banded import banded_attention, visible_keys
-    from reference.sliding_window import sliding_window_math
+    from harness.reference.sliding_window import sliding_window_math
     gen = torch.Generator().manual_seed(0)
     for L, S, w, extent, block in [(37, 37, 5, "w", None), (7, 29, 3, "w", 2), (29, 29, 9, "w+1", 4),
                                    (16, 16, 40, "w", None), (1, 13, 4, "w", None)]:
@@ -87,7 +87,7 @@ def test_banded_and_naive_kernels_equal_the_reference():
                                sliding_window_math(q, k, v, w, extent=extent), dtype=torch.float64)
     assert visible_keys(10, 4) == sum(min(i + 1, 4) for i in range(10)) / 10
     from harness.bench.models import registry
-    from reference.attention import attention_math
+    from harness.reference.attention import attention_math
     naive = registry.create("naive_attention")
     q, k, v = (torch.randn(2, 3, 11, 8, generator=gen, dtype=torch.float64) for _ in range(3))
     for causal in (False, True):
@@ -98,7 +98,7 @@ def test_banded_and_naive_kernels_equal_the_reference():
 def test_hf_model_runs_on_the_target_kernel():
     pytest.importorskip("transformers")
     from harness.bench.models import registry
-    from reference.attention import scaled_dot_product_attention as ref
+    from harness.reference.attention import scaled_dot_product_attention as ref
     calls = []
 
     def counting_sdpa(*a, **kw):

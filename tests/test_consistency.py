@@ -213,7 +213,7 @@ def _differential_row(pytester, tmp_path, source: str, suite: str, name: str) ->
 
 
 ROTATE_HALF = '''
-from reference.rope import rope_math
+from harness.reference.rope import rope_math
 HARNESS_CONVENTIONS = {{"rope_layout": "rotate_half"}}
 
 def apply_rotary_embedding(x, positions, base=10000.0):
@@ -233,7 +233,7 @@ def test_rope_pairings_are_compared_as_the_same_rotation(pytester, tmp_path, lay
 
 
 CONCATENATED = '''
-from reference.sinusoidal import sinusoidal_math
+from harness.reference.sinusoidal import sinusoidal_math
 HARNESS_CONVENTIONS = {{"sinusoidal_layout": "concatenated"}}
 
 def sinusoidal_position_embedding(num_positions, dim):
@@ -255,7 +255,7 @@ def test_sinusoidal_layouts_are_compared_as_the_same_table(pytester, tmp_path, b
 
 
 WIDER_WINDOW = '''
-from reference.sliding_window import sliding_window_attention as _window
+from harness.reference.sliding_window import sliding_window_attention as _window
 HARNESS_CONVENTIONS = {"window_extent": "w+1"}
 
 def sliding_window_attention(query, key, value, window, scale=None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import reference
+from harness import reference
 from harness import wire
 
 META = torch.device("meta")

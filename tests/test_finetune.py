@@ -55,8 +55,8 @@ def test_verdict_needs_a_significant_and_material_drop():
 
 
 def test_summary_metrics_carry_the_ci_names_the_report_reads():
-    from reports.decide import CI_NAMES
-    from reports.load import flatten_metrics
+    from harness.reports.decide import CI_NAMES
+    from harness.reports.load import flatten_metrics
     runs = [{"accuracy": a, "train_time_s": t, "eval_time_s": 1.0, "steps": 10, "train_loss_last": 0.5,
              "test_loss": 0.5, "peak_mem_bytes": 100, "peak_mem_method": "rss_hwm_delta",
              "attn_implementation": "sdpa", "layernorms_swapped": 0, "n_test": 1000}
@@ -134,7 +134,7 @@ def test_smoke_profile_end_to_end(tmp_path):
     """majority_class, reference and swap.sdpa (reference SDPA) into a run folder the report reads."""
     _needs_all()
     from harness.bench.finetune_run import run
-    from reports.load import load_runs, tidy
+    from harness.reports.load import load_runs, tidy
     out = tmp_path / "run"
     rows, checks = run(out, impl="reference", profile="smoke", cases=["majority_class", "reference", "swap.sdpa"])
     assert (out / "env.json").is_file()

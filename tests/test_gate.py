@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli
-from reports import decide, gate
-from reports.load import load_runs, tidy
+from harness.reports import decide, gate
+from harness.reports.load import load_runs, tidy
 from tests.run_folders import NS, _row, make_run, read, write, write_pytest_benchmark
 
 

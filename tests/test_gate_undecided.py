@@ -12,8 +12,8 @@ import pytest
 
 from harness.cli import main as cli
 from harness.gate_rule import GATE_SLOWDOWN, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION
-from reports import gate
-from reports.load import load_runs, point_samples, tidy
+from harness.reports import gate
+from harness.reports.load import load_runs, point_samples, tidy
 from tests.run_folders import _row, write
 
 CPU_REFERENCE = Path(__file__).resolve().parents[1] / "reports" / "baselines" / "cpu-reference"

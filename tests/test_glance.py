@@ -134,8 +134,8 @@ def _skipping_run(tmp_path):
 
 
 def test_summary_md_is_narrow_tables_with_skips_folded_to_counts(tmp_path):
-    from reports import tables
-    from reports.load import load_runs, tidy
+    from harness.reports import tables
+    from harness.reports.load import load_runs, tidy
     df = tidy(load_runs([_skipping_run(tmp_path)]))
     tables.write_tables(df, tmp_path / "out", ["csv", "md"])
     md = (tmp_path / "out" / "summary.md").read_text()
@@ -165,8 +165,8 @@ def test_html_folds_skipped_points_to_one_count_per_reason(tmp_path):
 
 
 def test_plots_are_titled_in_words_with_the_target_by_name_and_legends_outside(tmp_path, monkeypatch):
-    from reports import plots
-    from reports.load import load_runs, tidy
+    from harness.reports import plots
+    from harness.reports.load import load_runs, tidy
     from tests.run_folders import make_run
     figures = {}
     save = plots._save
@@ -194,7 +194,7 @@ def test_plots_are_titled_in_words_with_the_target_by_name_and_legends_outside(t
 
 
 def test_legend_words_for_values():
-    from reports.plots import _label
+    from harness.reports.plots import _label
     row = pd.Series({"case": "lstm", "role": "comparison", "impl": "x", "causal": pd.NA, "window": 8})
     assert _label(row, ["case", "causal", "window"]) == "lstm, window 8"
     row = pd.Series({"case": "target.sdpa", "role": "target", "impl": "pkg/mine.py", "causal": True})
@@ -204,7 +204,7 @@ def test_legend_words_for_values():
 def test_comparison_rows_name_the_target_from_their_key(tmp_path):
     """A baseline comparison has no impl column: its target rows are named from the point key, in
     the Markdown (comparison.md, regressions.md) as in the HTML; the CSV keeps the case id."""
-    from reports import glance, tables
+    from harness.reports import glance, tables
     table = pd.DataFrame({"key": ['scaling|target.sdpa@my_attn.py|{"n":64}', 'scaling|reference.naive|{"n":64}',
                                   "scaling|*|time_s:suite_median"],
                           "case": ["target.sdpa", "reference.naive", "*"], "role": ["target", "comparison", ""],

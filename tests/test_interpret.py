@@ -11,7 +11,7 @@ import torch
 
 import harness.configs as configs
 from harness import interpret
-from suites import regimes
+from harness.suites import regimes
 from harness.loader import load_target
 
 configs.load_families()

@@ -9,7 +9,7 @@ import torch
 pytest.importorskip("transformers")
 
 from harness.bench.kv_cache import _model, decode_parity, generate  # noqa: E402
-from reference.attention import scaled_dot_product_attention as reference_sdpa  # noqa: E402
+from harness.reference.attention import scaled_dot_product_attention as reference_sdpa  # noqa: E402
 
 P = {"heads": 4, "head_dim": 8, "layers": 1, "batch": 2, "prompt": 4, "new_tokens": 5, "dtype": "float32",
      "intermediate": 32, "vocab": 64, "kv_heads": 2, "window": 4}

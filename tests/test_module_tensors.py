@@ -117,7 +117,7 @@ def test_the_finetune_benchmark_writes_a_layernorm_where_the_suites_do():
     """The benchmark's LayerNorm swap copies the pretrained weight and bias through the same
     accessor: torch.nn's names, and the same rule's message for a norm that uses others."""
     from harness.bench.finetune_train import swap_layernorms
-    from reference import LayerNorm
+    from harness.reference import LayerNorm
     model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4))
     with torch.no_grad():
         model[1].weight.copy_(torch.arange(4.0))

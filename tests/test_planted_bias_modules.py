@@ -120,11 +120,11 @@ def test_device_change_moves_the_module(monkeypatch):
     from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    import reference
+    from harness import reference
     from harness.loader import load_target
     from harness.outcome import Outcome
-    from suites.positions import module_calls
-    from suites.positions import test_t5_bias_module as suite
+    from harness.suites.positions import module_calls
+    from harness.suites.positions import test_t5_bias_module as suite
 
     monkeypatch.setattr(module_calls, "module_devices", lambda target: [target.device, "cpu:0"])
     moves, to = [], torch.nn.Module.to

@@ -136,8 +136,8 @@ def test_bottom_right_nan_rows_pass_gradcheck_with_l_greater_than_s():
     import torch
 
     from harness.loader import load_target
-    from suites.attention.test_attention_grad import CAUSAL_L_GT_S as cfg
-    from suites.attention.test_attention_grad import check_gradcheck
+    from harness.suites.attention.test_attention_grad import CAUSAL_L_GT_S as cfg
+    from harness.suites.attention.test_attention_grad import check_gradcheck
     assert cfg.L > cfg.S and int(torch.randint(4, (1,), generator=cfg.generator(6))) == 1  # is_causal
     target = load_target(str(BOTTOM_RIGHT_NAN), isolation="none")
     try:

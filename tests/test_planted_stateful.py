@@ -132,12 +132,13 @@ def test_device_change_moves_the_module(monkeypatch):
     moves the instance with ``.to(device)`` and keeps calling it there. This machine has one, so
     a second spelling of the CPU stands in for the second device: the rule runs, the module is
     moved, the calls after the move go to the new device, and the reference still passes."""
-    import reference.rope
+    import harness.reference.rope
+    from harness import reference
     from harness.loader import load_target
     from harness.outcome import Outcome
     from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
-    from suites.positions import test_rope_module as suite
+    from harness.suites.positions import test_rope_module as suite
 
     monkeypatch.setattr(suite, "module_devices", lambda target: [target.device, "cpu:0"])
     moves, to = [], torch.nn.Module.to

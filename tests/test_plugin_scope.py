@@ -53,11 +53,14 @@ def test_a_harness_session_gets_its_profile_and_one_thread(pytester, monkeypatch
     ("root", ["suites"], True), ("root", ["suites/attention/test_attention.py::test_scale"], True),
     ("root", ["tests"], True), ("root", [], False), ("root", ["."], True),
     ("elsewhere", ["tests"], False), ("elsewhere", ["mypkg/tests"], False),
-    ("elsewhere", ["suites"], True),  # `pytest --pyargs suites`
+    ("elsewhere", ["harness.suites"], True),  # `pytest --pyargs harness.suites`
+    ("elsewhere", ["harness.suites.attention.test_attention"], True),
+    # a user's own `suites` package (or `--pyargs suites`) is theirs, never a harness session
+    ("elsewhere", ["suites"], False), ("elsewhere", ["suites/attention/test_attention.py"], False),
 ])
 def test_is_harness_session_by_path(monkeypatch, tmp_path, cwd, args, expected):
-    from harness import plugin
-    monkeypatch.chdir(plugin._ROOT if cwd == "root" else tmp_path)
+    from harness import layout
+    monkeypatch.chdir(layout.CHECKOUT if cwd == "root" else tmp_path)
     monkeypatch.delenv("HARNESS_IMPL", raising=False)
 
     class Config:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-import reference
+from harness import reference
 from harness import declarations, guard, protocol
 from harness.protocol import Name, params_of
 
@@ -176,7 +176,7 @@ def test_consistency_cases_are_the_compared_records():
     import importlib
     cases, not_compared = {}, {}
     for path in sorted((ROOT / "suites" / "consistency").glob("test_consistency_*.py")):
-        module = importlib.import_module(f"suites.consistency.{path.stem}")
+        module = importlib.import_module(f"harness.suites.consistency.{path.stem}")
         assert path.stem == f"test_consistency_{module.NAMES_OF}", path
         assert all(protocol.NAMES[n].family == module.NAMES_OF for n in [*module.CASES, *module.NOT_COMPARED]), path
         cases.update(module.CASES)
@@ -207,7 +207,7 @@ def test_the_derived_values_are_the_hand_written_ones():
 # ---- the checks catch what they are for ---------------------------------------------------------
 
 def test_a_name_with_no_parts_is_reported_part_by_part():
-    made_up = Name("made_up_name", family="nowhere", reference="reference.attention",
+    made_up = Name("made_up_name", family="nowhere", reference="harness.reference.attention",
                    signature="made_up_name(x, y=1)", features={"attn_mask": "?"}, compared="equal")
     missing = missing_parts(made_up, {"README.md": "`made_up_name(x)`, `attn_mask`"})
     assert [m.split(":")[0] for m in missing] == ["reference", "family", "planted bug", "docs row"], missing

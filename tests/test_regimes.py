@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from suites import regimes
+from harness.suites import regimes
 from planted_support import suite_file
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from harness import gate_rule
 from harness.cli import main as cli
-from reports import decide, gate, tables
-from reports.load import InputError, load_runs, tidy
+from harness.reports import decide, gate, tables
+from harness.reports.load import InputError, load_runs, tidy
 from tests.run_folders import NS, _row, key_of, make_run, write_pytest_benchmark  # noqa: F401
 
 def report(*args) -> int:
@@ -57,7 +57,7 @@ def test_tables_written_and_round_trip(tmp_path):
 
 
 def test_plots_created(tmp_path):
-    from reports.plots import make_plots
+    from harness.reports.plots import make_plots
     runs = load_runs([make_run(tmp_path, "a", status={("banded_window", 4096): ("nan", "nan output")})])
     plots = make_plots(tidy(runs), runs, tmp_path / "plots")
     names = {p.path.name for p in plots}
@@ -71,7 +71,7 @@ def test_plotted_exponent_is_the_stored_one(tmp_path):
     """The plot's legend exponent equals fits.json's: read from it, or fitted over the same sizes."""
     from harness.bench.fit import fits_from_rows
     from harness.stats import fit_loglog
-    from reports import plots
+    from harness.reports import plots
     from tests.run_folders import read
     run = make_run(tmp_path, "a", jitter={256: 8.0, 512: 2.0})  # overheads bend the small sizes
     stored = fits_from_rows(read(run))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from suites.attention import test_attention_dropout as dropout
-from suites.bert import test_mlm as mlm
-from suites.bert import test_models as models
-from suites.bert import test_span_corruption as span
-from suites.bert.configs import DELTA
+from harness.suites.attention import test_attention_dropout as dropout
+from harness.suites.bert import test_mlm as mlm
+from harness.suites.bert import test_models as models
+from harness.suites.bert import test_span_corruption as span
+from harness.suites.bert.configs import DELTA
 
 #: (property test, examples it may draw per run, per-example false-failure bound, events per example)
 STATISTICAL = [

@@ -59,6 +59,6 @@ def test_the_scan_sees_each_kind_of_private_use():
 
 
 def test_the_kit_exports_what_it_names():
-    from suites import kit
+    from harness.suites import kit
     assert {"impl", "run", "on_target", "SEED", "DTYPE", "expect_tensor"} <= set(kit.__all__)
     assert all(hasattr(kit, n) for n in kit.__all__)

@@ -66,7 +66,7 @@ def test_rows_and_alarms_from_a_recorded_report():
     assert by["harness.adapters.hf_llama_rmsnorm"]["alarms"] == by["reference"]["alarms"] == 0
     (alarm,) = alarms
     assert (alarm["property"], alarm["target"], alarm["seed"]) == ("layernorm.autocast", "torch.nn", 3)
-    assert alarm["repro"].startswith("python -m harness repro suites/norms/test_layernorm.py::check_autocast")
+    assert alarm["repro"].startswith("python -m harness repro harness.suites.norms.test_layernorm::check_autocast")
     assert alarm["rerun"].endswith("-k autocast -- --hypothesis-seed=3")
     assert sweep_table.disagreements(RECORDED) == RECORDED["consistency"]["disagreements"]
     line = sweep_table.figures_line(sweep_table.figures(rows))

@@ -35,8 +35,8 @@ from harness import interpret
 if importlib.util.find_spec("triton") is None:
     pytest.skip(f"triton is not installed: {interpret.INSTALL}", allow_module_level=True)
 
-from reference.triton import flash_attention as fa  # noqa: E402
-from reference.triton import kvcache  # noqa: E402
+from harness.reference.triton import flash_attention as fa  # noqa: E402
+from harness.reference.triton import kvcache  # noqa: E402
 
 DIMS = (16, 32, 64, 128, 256)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -111,7 +111,7 @@ def test_fit_lengths_cross_every_tile():
 PROBE = r"""
 import json, sys, torch
 import torch.nn.functional as F
-from reference.triton import flash_attention as fa, kvcache
+from harness.reference.triton import flash_attention as fa, kvcache
 
 seen = []
 for name in ("_fwd", "_bwd_dkdv", "_bwd_dq"):
@@ -181,7 +181,7 @@ def test_wide_heads_run_small_tiles_and_match_sdpa():
 def test_the_regimes_run_every_tile():
     """The interpreted profile's explicit examples (``suites.regimes``, run first within its budget)
     reach every row count the kernels pick, forward and backward, over several blocks."""
-    from suites import regimes
+    from harness.suites import regimes
     dtypes = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
               "float64": torch.float64}
 

@@ -142,7 +142,7 @@ def test_a_partly_supported_property_is_counted_partial_in_the_summary_line():
 #: may): rope.autocast draws only half dtypes, so it has nothing to draw for this target
 FLOAT32_ROPE = '''
 HARNESS_DTYPES = ("float32",)
-from reference.rope import apply_rotary_embedding as _reference
+from harness.reference.rope import apply_rotary_embedding as _reference
 
 
 def apply_rotary_embedding(x, positions, base=10000.0):
@@ -154,7 +154,7 @@ NEVER_SATISFIED = '''
 import pytest
 from hypothesis import assume, given
 from harness.runner import run
-from suites.positions.configs import rope_configs
+from harness.suites.positions.configs import rope_configs
 
 PROPERTY_PREFIX = "unsat"
 pytestmark = pytest.mark.needs("apply_rotary_embedding")

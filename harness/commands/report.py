@@ -20,9 +20,9 @@ import traceback
 import warnings
 from pathlib import Path
 
-from harness import options
+from harness import layout, options
 
-BASELINES = Path(__file__).resolve().parents[2] / "reports" / "baselines"
+BASELINES = layout.BASELINES
 
 
 def add_parser(sub) -> None:
@@ -75,8 +75,8 @@ def main(args) -> int:
 
 def _main(args) -> int:
     from harness.runfolder import locked_by
-    from reports import gate, tables
-    from reports.load import InputError, load_runs, point_samples, requested, tidy
+    from harness.reports import gate, tables
+    from harness.reports.load import InputError, load_runs, point_samples, requested, tidy
 
     try:
         formats = tables.parse_formats(args.formats)
@@ -125,11 +125,11 @@ def _main(args) -> int:
 
     plots = []
     if not args.no_plots:
-        from reports.plots import make_plots
+        from harness.reports.plots import make_plots
         plots = make_plots(df, runs, out / "plots")
         written += [p.path for p in plots]
     if args.html:
-        from reports.html import write_html
+        from harness.reports.html import write_html
         written.append(write_html(out / "report.html", runs=runs, df=df, tables=summaries, plots=plots,
                                   comparison=comparison, baseline=baseline_name))
 

@@ -1,6 +1,6 @@
 """``repro``: replay one property on one configuration, outside Hypothesis.
 
-    python -m harness repro suites/attention/test_attention.py::check_causal --impl my_attn.py --config '{...}'
+    python -m harness repro harness.suites.attention.test_attention_masks::check_causal --impl my_attn.py --config '{...}'
 
 This is the one-line repro every failure message prints.
 """
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
+import os
 import traceback
 from pathlib import Path
 
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import configs, options
+from harness import configs, layout, options
 
 
 def add_parser(sub) -> None:
@@ -30,26 +30,36 @@ def add_parser(sub) -> None:
 
 
 def load_check(ref: str):
-    path, _, name = ref.partition("::")
+    """The check a repro line names: ``harness.suites.<family>.<suite>::check_name`` (the form the
+    suites print: it names the harness's own suites wherever they are installed), or
+    ``path/to/suite.py::check_name`` (a suite file of one's own; an older line's
+    ``suites/<family>/<suite>.py`` is the harness's when no such file is in this folder)."""
+    where, _, name = ref.partition("::")
     if not name:
-        raise SystemExit(f"expected path/to/suite.py::check_name, got {ref!r}")
-    root = Path(__file__).resolve().parents[2]
-    file = Path(path)
-    if not file.exists() and (root / path).exists():  # a repro line pasted in another folder
-        file = root / path
-    if not file.exists():
-        raise SystemExit(f"no suite file {path!r}: looked in {Path.cwd()} and in the harness's {root}")
-    file = file.resolve()
-    try:  # the project's own suites import as a package (they import each other)
-        module_name = ".".join(file.relative_to(root).with_suffix("").parts)
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-        module = importlib.import_module(module_name)
-    except ValueError:
+        raise SystemExit(f"expected harness.suites.<family>.<suite>::check_name or path/to/suite.py::check_name, "
+                         f"got {ref!r}")
+    if not where.endswith(".py") and "/" not in where and os.sep not in where:
+        module_name = where
+    else:
+        file = Path(where)
+        if not file.exists() and where.startswith("suites/") and (layout.SUITES.parent / where).exists():
+            file = layout.SUITES.parent / where  # an older repro line: the harness's own suites
+        if not file.exists():
+            raise SystemExit(f"no suite file {where!r} in {Path.cwd()}")
+        module_name = layout.suite_module(file)
+    if module_name is None:  # a suite file of one's own, outside the harness's suites
         spec = importlib.util.spec_from_file_location(file.stem, file)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    return getattr(module, name)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise SystemExit(f"no suite module {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise SystemExit(f"suite {module_name or where!r} has no check {name!r}") from None
 
 
 def main(args) -> int:

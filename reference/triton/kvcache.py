@@ -26,8 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
-from reference.triton.flash_attention import _dot, _pad, dot_dtype, launch, scalar
-from reference.triton.rope import rotate
+from harness.reference.triton.flash_attention import _dot, _pad, dot_dtype, launch, scalar
+from harness.reference.triton.rope import rotate
 
 #: the largest of the 16, 32, 64 rows ``tiles`` picks (why not all three: flash_attention's note)
 HARNESS_TILES = (64,)

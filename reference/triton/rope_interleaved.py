@@ -5,8 +5,8 @@ The kernel and shapes are ``reference.triton.rope``'s; this module is its other 
 """
 from __future__ import annotations
 
-from reference.triton.rope import RotaryEmbedding as _RotateHalf
-from reference.triton.rope import rope
+from harness.reference.triton.rope import RotaryEmbedding as _RotateHalf
+from harness.reference.triton.rope import rope
 
 HARNESS_TILES = (64,)
 HARNESS_CONVENTIONS = {"rope_layout": "interleaved"}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from suites.strategies import DTYPE, SEED
+from harness.suites.strategies import DTYPE, SEED
 from harness.configs import Config, register
 
 

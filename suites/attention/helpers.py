@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from harness import tolerance
-from suites.attention.configs import AttnConfig
-from suites.kit import expect_tensor, require_features, resolved, submit
-from reference.attention import attention_math
+from harness.suites.attention.configs import AttnConfig
+from harness.suites.kit import expect_tensor, require_features, resolved, submit
+from harness.reference.attention import attention_math
 
 SDPA = "scaled_dot_product_attention"
 #: the magnitude masked keys and values are set to: a finite mask constant lets them leak

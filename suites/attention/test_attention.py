@@ -15,12 +15,12 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from suites import regimes
-from suites.kit import autocast_dtypes, call_under_autocast, run
-from suites.attention.configs import attn_configs
-from suites.regimes import covering
-from suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, submit_sdpa, truth
-from suites.positions.helpers import expect_floating
+from harness.suites import regimes
+from harness.suites.kit import autocast_dtypes, call_under_autocast, run
+from harness.suites.attention.configs import attn_configs
+from harness.suites.regimes import covering
+from harness.suites.attention.helpers import SDPA, agree, allowance, call_sdpa, naive, same, submit_sdpa, truth
+from harness.suites.positions.helpers import expect_floating
 
 PROPERTY_PREFIX = "attention"
 pytestmark = pytest.mark.needs(SDPA)

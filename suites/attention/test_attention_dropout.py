@@ -39,10 +39,10 @@ import torch
 from hypothesis import given, settings
 
 from harness import tolerance
-from suites.attention.configs import DropoutConfig, dropout_configs
-from suites.kit import KNOWN, ImplementationError, check_convention, on_target, record_label, run
+from harness.suites.attention.configs import DropoutConfig, dropout_configs
+from harness.suites.kit import KNOWN, ImplementationError, check_convention, on_target, record_label, run
 from harness.target_ops import seeded
-from suites.attention.helpers import SDPA, call_sdpa
+from harness.suites.attention.helpers import SDPA, call_sdpa
 
 PROPERTY_PREFIX = "attention"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("dropout")]

@@ -22,17 +22,17 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from suites import regimes
-from suites.attention.configs import AttnConfig, attn_configs
-from suites.kit import UNSUPPORTED, check_convention, on_target, record_label, require_features, resolved, run
-from suites.regimes import covering
+from harness.suites import regimes
+from harness.suites.attention.configs import AttnConfig, attn_configs
+from harness.suites.kit import UNSUPPORTED, check_convention, on_target, record_label, require_features, resolved, run
+from harness.suites.regimes import covering
 from harness.target_ops import gradcheck
-from reference.attention import attention_math
-from suites.magnitudes import attention_grad_terms
-from suites.attention.helpers import SCALE_PLACEMENTS, SDPA, cpu_kwargs, features_of, visibility
-from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
+from harness.reference.attention import attention_math
+from harness.suites.magnitudes import attention_grad_terms
+from harness.suites.attention.helpers import SCALE_PLACEMENTS, SDPA, cpu_kwargs, features_of, visibility
+from harness.suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
                               poison_for_backward, qkv_and_upstream, submit_grads, worst_each)
-from suites.attention.test_attention_masks import random_mask
+from harness.suites.attention.test_attention_masks import random_mask
 
 PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]

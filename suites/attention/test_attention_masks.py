@@ -13,12 +13,12 @@ import pytest
 import torch
 from hypothesis import given
 
-from suites import regimes
-from suites.attention.configs import attn_configs
-from suites.regimes import covering
-from suites.kit import check_convention, record_label, run
-from reference.masks import causal_mask
-from suites.attention.helpers import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
+from harness.suites import regimes
+from harness.suites.attention.configs import attn_configs
+from harness.suites.regimes import covering
+from harness.suites.kit import check_convention, record_label, run
+from harness.reference.masks import causal_mask
+from harness.suites.attention.helpers import EXTREME, SDPA, agree, allowance, call_sdpa, poison, same, show_mask, visibility
 
 PROPERTY_PREFIX = "attention"
 pytestmark = pytest.mark.needs(SDPA)

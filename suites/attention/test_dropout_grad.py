@@ -24,11 +24,11 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from suites.attention.configs import DropoutConfig, dropout_configs
-from suites.kit import require_features, run
-from suites.attention.helpers import SDPA, features_of
-from suites.gradients import target_grads
-from suites.attention.test_attention_dropout import keep_mask, probe
+from harness.suites.attention.configs import DropoutConfig, dropout_configs
+from harness.suites.kit import require_features, run
+from harness.suites.attention.helpers import SDPA, features_of
+from harness.suites.gradients import target_grads
+from harness.suites.attention.test_attention_dropout import keep_mask, probe
 
 PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward"), pytest.mark.uses("dropout")]

@@ -14,13 +14,13 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from suites import regimes
-from suites.attention.configs import window_configs
-from suites.regimes import covering
-from suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, run
-from reference.masks import window_mask
-from reference.sliding_window import sliding_window_math
-from suites.attention.helpers import poison, probe_inputs, seen_keys, show_mask
+from harness.suites import regimes
+from harness.suites.attention.configs import window_configs
+from harness.suites.regimes import covering
+from harness.suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, run
+from harness.reference.masks import window_mask
+from harness.reference.sliding_window import sliding_window_math
+from harness.suites.attention.helpers import poison, probe_inputs, seen_keys, show_mask
 
 PROPERTY_PREFIX = "sliding_window"
 SWA = "sliding_window_attention"

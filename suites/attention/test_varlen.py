@@ -19,15 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import tolerance
-from suites import regimes
-from suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, require_features, run
-from suites.regimes import covering
-from reference.attention_varlen import bounds, sequence_math
-from reference.masks import causal_mask
-from suites.attention import configs as ac
-from suites.attention import varlen_helpers as vh
-from suites.positions.helpers import rope_naive, rope_truth
-from reference.rope import LAYOUTS
+from harness.suites import regimes
+from harness.suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, require_features, run
+from harness.suites.regimes import covering
+from harness.reference.attention_varlen import bounds, sequence_math
+from harness.reference.masks import causal_mask
+from harness.suites.attention import configs as ac
+from harness.suites.attention import varlen_helpers as vh
+from harness.suites.positions.helpers import rope_naive, rope_truth
+from harness.reference.rope import LAYOUTS
 
 PROPERTY_PREFIX = "varlen"
 pytestmark = pytest.mark.needs(vh.VARLEN)

@@ -16,14 +16,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suites import regimes
-from suites.regimes import covering
-from suites.kit import require_features, run
-from reference.attention_varlen import bounds, varlen_math, visible_keys
-from suites.gradients import assert_grads, assert_zero, autograd_of, target_grads, upstream, worst_each
-from suites.magnitudes import attention_grad_terms
-from suites.attention import configs as ac
-from suites.attention import varlen_helpers as vh
+from harness.suites import regimes
+from harness.suites.regimes import covering
+from harness.suites.kit import require_features, run
+from harness.reference.attention_varlen import bounds, varlen_math, visible_keys
+from harness.suites.gradients import assert_grads, assert_zero, autograd_of, target_grads, upstream, worst_each
+from harness.suites.magnitudes import attention_grad_terms
+from harness.suites.attention import configs as ac
+from harness.suites.attention import varlen_helpers as vh
 
 PROPERTY_PREFIX = "varlen_grad"
 pytestmark = [pytest.mark.needs(vh.VARLEN), pytest.mark.uses("backward")]

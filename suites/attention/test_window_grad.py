@@ -19,13 +19,13 @@ import pytest
 import torch
 from hypothesis import given
 
-from suites import regimes
-from suites.attention.configs import window_configs
-from suites.regimes import covering
-from suites.kit import run
-from suites.gradients import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
-from suites.attention.test_attention_grad import agree
-from suites.attention.test_sliding_window import SWA, measure_extent
+from harness.suites import regimes
+from harness.suites.attention.configs import window_configs
+from harness.suites.regimes import covering
+from harness.suites.kit import run
+from harness.suites.gradients import assert_zero, poison_for_backward, qkv_and_upstream, target_grads
+from harness.suites.attention.test_attention_grad import agree
+from harness.suites.attention.test_sliding_window import SWA, measure_extent
 
 PROPERTY_PREFIX = "window_grad"
 pytestmark = [pytest.mark.needs(SWA), pytest.mark.uses("backward")]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import torch
 
 from harness import tolerance
-from suites.kit import expect_tensor, impl, require_features
-from reference.attention_varlen import bounds, varlen_math
-from suites.attention.configs import VarlenConfig
-from suites.attention.helpers import EXTREME, extreme_like
+from harness.suites.kit import expect_tensor, impl, require_features
+from harness.reference.attention_varlen import bounds, varlen_math
+from harness.suites.attention.configs import VarlenConfig
+from harness.suites.attention.helpers import EXTREME, extreme_like
 
 VARLEN = "attention_varlen"
 

@@ -11,7 +11,6 @@ point's params and FLOP count, which ``harness report`` reads from the JSON
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
@@ -19,17 +18,12 @@ import torch
 from harness.bench import Context, profiles
 from harness.bench.points import Skip
 from harness.bench.scaling import flops_for, make_call, params_for
+from harness.plugin import benchmarks_requested
 
 PROPERTY_PREFIX = "benchmark"
 CASES = ["target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",
          "target.sliding_window", "lstm"]
 SIZES = [256, 512, 1024]
-
-
-def benchmarks_requested(config: pytest.Config) -> bool:
-    if os.environ.get("HARNESS_BENCHMARKS", "") not in ("", "0"):
-        return True
-    return any(config.getoption(opt, None) for opt in ("benchmark_json", "benchmark_only", "benchmark_enable"))
 
 
 @pytest.fixture(autouse=True)

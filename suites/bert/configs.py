@@ -16,7 +16,7 @@ import torch
 from hypothesis import Phase
 from hypothesis import strategies as st
 
-from suites.strategies import SEED
+from harness.suites.strategies import SEED
 from harness.configs import Config, register
 
 #: phases of the BERT-family tests: a failing configuration is reported as drawn, not shrunk.

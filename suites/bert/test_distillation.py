@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import tolerance
-from suites.bert.configs import NO_SHRINK, distill_configs, wide_dtypes
-from suites.kit import ImplementationError, impl, on_target, run
+from harness.suites.bert.configs import NO_SHRINK, distill_configs, wide_dtypes
+from harness.suites.kit import ImplementationError, impl, on_target, run
 from harness.target_ops import vjp
-from reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math
+from harness.reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math
 
 PROPERTY_PREFIX = "distillation"
 LOSS = "distillation_loss"

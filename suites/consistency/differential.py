@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 from harness import protocol, tolerance
 from harness.conventions import KNOWN
 from harness.target_import import BrokenTarget, Missing
-from suites.consistency.models import NotComparable
-from suites.kit import ImplementationError, impl
+from harness.suites.consistency.models import NotComparable
+from harness.suites.kit import ImplementationError, impl
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from harness import tolerance
-from suites.kit import ImplementationError, is_module, manual_seed, on_target
+from harness.suites.kit import ImplementationError, is_module, manual_seed, on_target
 from harness.target_ops import eval_forward, load_state, seeded, state_of
 
 

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from reference.sliding_window import sliding_window_math
-from suites.attention.configs import attn_configs, window_configs
-from suites.attention.helpers import naive as attention_naive
-from suites.attention.helpers import truth as attention_truth
-from suites.consistency import varlen
-from suites.consistency.differential import (Case, as_float64, assert_consistent, not_compared, outputs_agree, policy,
+from harness.reference.sliding_window import sliding_window_math
+from harness.suites.attention.configs import attn_configs, window_configs
+from harness.suites.attention.helpers import naive as attention_naive
+from harness.suites.attention.helpers import truth as attention_truth
+from harness.suites.consistency import varlen
+from harness.suites.consistency.differential import (Case, as_float64, assert_consistent, not_compared, outputs_agree, policy,
                                                sharing)
 
 #: the plug-in reads it: these tests hold targets to each other (the consistency section),

@@ -13,11 +13,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from suites.bert.configs import distill_configs, embedding_configs, inputs_configs, model_configs
-from suites.bert.test_distillation import distillation_naive, distillation_truth
-from suites.consistency import models
-from suites.consistency.differential import Case, as_float64, not_compared, outputs_agree, policy
-from suites.kit import ImplementationError
+from harness.suites.bert.configs import distill_configs, embedding_configs, inputs_configs, model_configs
+from harness.suites.bert.test_distillation import distillation_naive, distillation_truth
+from harness.suites.consistency import models
+from harness.suites.consistency.differential import Case, as_float64, not_compared, outputs_agree, policy
+from harness.suites.kit import ImplementationError
 
 #: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target

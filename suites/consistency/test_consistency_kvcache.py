@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from suites.consistency.differential import Case, as_float64, call_function, not_compared, outputs_agree, policy
-from suites.kit import Unsupported, require_features
-from suites.kvcache import configs as kvc
-from suites.kvcache import helpers as kv
+from harness.suites.consistency.differential import Case, as_float64, call_function, not_compared, outputs_agree, policy
+from harness.suites.kit import Unsupported, require_features
+from harness.suites.kvcache import configs as kvc
+from harness.suites.kvcache import helpers as kv
 
 #: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target

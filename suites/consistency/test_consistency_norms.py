@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.layernorm import layer_norm_math
-from reference.rmsnorm import rms_norm_math
-from suites.consistency.differential import Case, as_float64, not_compared, outputs_agree, policy
-from suites.norms import helpers as norms
-from suites.norms.configs import norm_configs
+from harness.reference.layernorm import layer_norm_math
+from harness.reference.rmsnorm import rms_norm_math
+from harness.suites.consistency.differential import Case, as_float64, not_compared, outputs_agree, policy
+from harness.suites.norms import helpers as norms
+from harness.suites.norms.configs import norm_configs
 
 #: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target

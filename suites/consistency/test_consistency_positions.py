@@ -19,16 +19,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import tolerance
-from reference.alibi import alibi_distance, alibi_math, get_slopes
-from reference.rope import LAYOUTS
-from reference.sinusoidal import sin_cos_columns, sinusoidal_math
-from reference.t5_bias import relative_positions
-from suites.consistency.differential import (Case, as_float64, call_function, exact, not_compared, outputs_agree,
+from harness.reference.alibi import alibi_distance, alibi_math, get_slopes
+from harness.reference.rope import LAYOUTS
+from harness.reference.sinusoidal import sin_cos_columns, sinusoidal_math
+from harness.reference.t5_bias import relative_positions
+from harness.suites.consistency.differential import (Case, as_float64, call_function, exact, not_compared, outputs_agree,
                                              policy)
-from suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
+from harness.suites.positions.configs import (alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
                                       t5_bucket_configs)
-from suites.positions.helpers import rope_naive, rope_truth
-from suites.positions.test_t5_bucket import accepted
+from harness.suites.positions.helpers import rope_naive, rope_truth
+from harness.suites.positions.test_t5_bucket import accepted
 
 #: the plug-in reads it: these tests hold targets to each other (the consistency section),
 #: they are not properties of one target

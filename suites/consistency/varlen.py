@@ -23,10 +23,10 @@ import torch
 from hypothesis import strategies as st
 
 from harness import tolerance
-from suites.kit import ImplementationError, expect_tensor, impl
-from reference.attention_varlen import bounds, visible_keys
-from suites.attention import varlen_helpers as vh
-from suites.attention.configs import varlen_configs
+from harness.suites.kit import ImplementationError, expect_tensor, impl
+from harness.reference.attention_varlen import bounds, visible_keys
+from harness.suites.attention import varlen_helpers as vh
+from harness.suites.attention.configs import varlen_configs
 
 #: what both checks draw
 CONFIGS = (varlen_configs(gqa=False) | varlen_configs(gqa=True)

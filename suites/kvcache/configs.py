@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from suites.strategies import DTYPE, SEED
+from harness.suites.strategies import DTYPE, SEED
 from harness.configs import Config, register
-from suites.regimes import GQA_HEADS
+from harness.suites.regimes import GQA_HEADS
 
 
 @register

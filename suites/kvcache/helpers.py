@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 
 from harness import tolerance
-from suites.kvcache.configs import KVCacheConfig
-from suites.kit import expect_tensor, impl, require_features
-from reference.kvcache import gather, kvcache_math, rotate, scatter
-from suites.attention.helpers import EXTREME, extreme_like
+from harness.suites.kvcache.configs import KVCacheConfig
+from harness.suites.kit import expect_tensor, impl, require_features
+from harness.reference.kvcache import gather, kvcache_math, rotate, scatter
+from harness.suites.attention.helpers import EXTREME, extreme_like
 
 KV = "attention_with_kvcache"
 

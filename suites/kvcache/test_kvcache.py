@@ -16,13 +16,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from suites.kvcache import configs as kvc
-from suites.kit import KNOWN, check_convention, record_label, run
-from suites.regimes import covering
-from reference.attention import attention_math
-from reference.sliding_window import sliding_window_math
-from suites.kvcache import helpers as kv
-from suites.attention.helpers import naive, truth
+from harness.suites.kvcache import configs as kvc
+from harness.suites.kit import KNOWN, check_convention, record_label, run
+from harness.suites.regimes import covering
+from harness.reference.attention import attention_math
+from harness.reference.sliding_window import sliding_window_math
+from harness.suites.kvcache import helpers as kv
+from harness.suites.attention.helpers import naive, truth
 
 PROPERTY_PREFIX = "kvcache"
 pytestmark = pytest.mark.needs(kv.KV)

@@ -22,10 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import tolerance
-from suites.regimes import covering
-from suites.kit import run
-from suites.kvcache import configs as kvc
-from suites.kvcache import helpers as kv
+from harness.suites.regimes import covering
+from harness.suites.kit import run
+from harness.suites.kvcache import configs as kvc
+from harness.suites.kvcache import helpers as kv
 
 PROPERTY_PREFIX = "kvcache"
 pytestmark = pytest.mark.needs(kv.KV)

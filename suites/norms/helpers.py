@@ -9,12 +9,12 @@ import torch
 from torch import nn
 
 from harness import tolerance
-from suites.norms.configs import NormConfig
-from suites.kit import (ImplementationError, expect_tensor, impl, is_module, move, on_target, require_features, resolved,
+from harness.suites.norms.configs import NormConfig
+from harness.suites.kit import (ImplementationError, expect_tensor, impl, is_module, move, on_target, require_features, resolved,
                         submit_call)
 from harness.target_ops import assign_parameters, under_autocast
-from reference.layernorm import layer_norm_math
-from suites.magnitudes import layer_norm_terms
+from harness.reference.layernorm import layer_norm_math
+from harness.suites.magnitudes import layer_norm_terms
 
 LN, RMS, BLOCK = "LayerNorm", "RMSNorm", "residual_block"
 HALF_DTYPES = (torch.float16, torch.bfloat16)

@@ -15,13 +15,13 @@ import pytest
 import torch
 from hypothesis import given
 
-from suites import regimes
-from suites.regimes import covering
+from harness.suites import regimes
+from harness.suites.regimes import covering
 from harness import tolerance
-from suites.kit import autocast_dtypes, run
-from suites.norms.configs import half_dtypes, norm_configs
-from reference.layernorm import layer_norm_math
-from suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive,
+from harness.suites.kit import autocast_dtypes, run
+from harness.suites.norms.configs import half_dtypes, norm_configs
+from harness.reference.layernorm import layer_norm_math
+from harness.suites.norms.helpers import (LN, agree, autocast_agree, build, check_token_dims, forward, matches, naive,
                                   submit_forward, token_stats, truth, unchanged)
 
 PROPERTY_PREFIX = "layernorm"

@@ -30,18 +30,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import module_tensors, tolerance
-from suites import regimes
-from suites.norms.configs import NormConfig, norm_configs
-from suites.kit import ImplementationError, impl, is_module, move, on_target, run
-from suites.regimes import covering
+from harness.suites import regimes
+from harness.suites.norms.configs import NormConfig, norm_configs
+from harness.suites.kit import ImplementationError, impl, is_module, move, on_target, run
+from harness.suites.regimes import covering
 from harness.target_ops import LinearSublayer, module_gradcheck
-from reference.layernorm import layer_norm_math
-from suites.magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
-from reference.rmsnorm import rms_norm_math
-from suites.gradients import (GRADCHECK, assert_grads, autograd_of, gradcheck_options, skip_unless_float64, target_grads,
+from harness.reference.layernorm import layer_norm_math
+from harness.suites.magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
+from harness.reference.rmsnorm import rms_norm_math
+from harness.suites.gradients import (GRADCHECK, assert_grads, autograd_of, gradcheck_options, skip_unless_float64, target_grads,
                               upstream)
-from suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
-from suites.norms.test_rmsnorm import build_rms
+from harness.suites.norms.helpers import BLOCK, LN, RMS, build, naive_dtype
+from harness.suites.norms.test_rmsnorm import build_rms
 
 PROPERTY_PREFIX = "norm_grad"
 pytestmark = pytest.mark.uses("backward")

@@ -19,9 +19,9 @@ from hypothesis import given
 from torch import nn
 
 from harness import tolerance
-from suites.norms.configs import norm_configs, wide_dtypes
-from suites.kit import ImplementationError, check_convention, impl, is_module, move, on_target, record_label, run
-from suites.norms.helpers import BLOCK, forward, token_stats
+from harness.suites.norms.configs import norm_configs, wide_dtypes
+from harness.suites.kit import ImplementationError, check_convention, impl, is_module, move, on_target, record_label, run
+from harness.suites.norms.helpers import BLOCK, forward, token_stats
 
 PROPERTY_PREFIX = "norm_placement"
 pytestmark = pytest.mark.needs(BLOCK)

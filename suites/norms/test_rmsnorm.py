@@ -17,13 +17,13 @@ import pytest
 import torch
 from hypothesis import given
 
-from suites import regimes
-from suites.regimes import covering
-from suites.kit import KNOWN, autocast_dtypes, check_convention, record_label, run
-from suites.norms.configs import half_dtypes, norm_configs
-from reference.layernorm import layer_norm_math
-from reference.rmsnorm import default_eps, rms_norm_math
-from suites.norms.helpers import (RMS, agree, autocast_agree, build, check_token_dims, forward, matches, submit_forward,
+from harness.suites import regimes
+from harness.suites.regimes import covering
+from harness.suites.kit import KNOWN, autocast_dtypes, check_convention, record_label, run
+from harness.suites.norms.configs import half_dtypes, norm_configs
+from harness.reference.layernorm import layer_norm_math
+from harness.reference.rmsnorm import default_eps, rms_norm_math
+from harness.suites.norms.helpers import (RMS, agree, autocast_agree, build, check_token_dims, forward, matches, submit_forward,
                                   unchanged)
 
 PROPERTY_PREFIX = "rmsnorm"

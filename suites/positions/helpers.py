@@ -7,9 +7,9 @@ import torch
 
 from harness import tolerance
 from harness.configs import DTYPES
-from suites.positions.configs import RopeConfig
-from suites.kit import ImplementationError, expect_tensor, resolved, submit
-from reference.rope import LAYOUTS, pair_indices, rope_math
+from harness.suites.positions.configs import RopeConfig
+from harness.suites.kit import ImplementationError, expect_tensor, resolved, submit
+from harness.reference.rope import LAYOUTS, pair_indices, rope_math
 
 ROPE = "apply_rotary_embedding"
 

@@ -27,12 +27,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
 from harness import guard, module_tensors
-from suites import stateful
-from suites.kit import SEED, ImplementationError, on_target
+from harness.suites import stateful
+from harness.suites.kit import SEED, ImplementationError, on_target
 from harness.interpret import machine_examples
-from suites.positions.configs import MAX_KEYS, BiasCallsConfig
-from suites.positions.helpers import expect_floating, module_devices
-from suites.stateful import CallsMachine, Verdict
+from harness.suites.positions.configs import MAX_KEYS, BiasCallsConfig
+from harness.suites.positions.helpers import expect_floating, module_devices
+from harness.suites.stateful import CallsMachine, Verdict
 
 #: calls per sequence; with the profile's examples (30 in CI) every planted cache bug is found
 #: (tests/test_planted_bias_modules.py) and a failing sequence shrinks to two or three calls

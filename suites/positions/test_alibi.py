@@ -14,10 +14,10 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from suites.positions.configs import ALIBI_HEADS, alibi_configs
-from suites.kit import impl, run, unverified, verified
-from reference.alibi import alibi_distance, alibi_math, get_slopes
-from suites.positions.helpers import expect_floating
+from harness.suites.positions.configs import ALIBI_HEADS, alibi_configs
+from harness.suites.kit import impl, run, unverified, verified
+from harness.reference.alibi import alibi_distance, alibi_math, get_slopes
+from harness.suites.positions.helpers import expect_floating
 
 PROPERTY_PREFIX = "alibi"
 SLOPES, BIAS = "alibi_slopes", "alibi_bias"

@@ -21,10 +21,10 @@ import torch
 from hypothesis import strategies as st
 
 from harness import tolerance
-from reference.alibi import alibi_distance, alibi_math
-from suites.positions.configs import ALIBI_HEADS, BiasCallsConfig
-from suites.positions.module_calls import Spec, replay, run_machine
-from suites.stateful import Verdict
+from harness.reference.alibi import alibi_distance, alibi_math
+from harness.suites.positions.configs import ALIBI_HEADS, BiasCallsConfig
+from harness.suites.positions.module_calls import Spec, replay, run_machine
+from harness.suites.stateful import Verdict
 
 PROPERTY_PREFIX = "alibi_module"
 MODULE = "AlibiPositionalBias"

@@ -16,8 +16,8 @@ from hypothesis import given
 from torch import nn
 
 from harness import guard, module_tensors, tolerance
-from suites.positions.configs import learned_configs
-from suites.kit import ImplementationError, expect_tensor, impl, is_module, move, on_target, run
+from harness.suites.positions.configs import learned_configs
+from harness.suites.kit import ImplementationError, expect_tensor, impl, is_module, move, on_target, run
 
 PROPERTY_PREFIX = "learned_positions"
 LPE = "LearnedPositionEmbedding"

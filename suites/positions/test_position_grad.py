@@ -18,16 +18,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import tolerance
-from suites import regimes
-from suites.positions.configs import RopeConfig, learned_configs, rope_configs
-from suites.regimes import covering
-from suites.kit import on_target, run
+from harness.suites import regimes
+from harness.suites.positions.configs import RopeConfig, learned_configs, rope_configs
+from harness.suites.regimes import covering
+from harness.suites.kit import on_target, run
 from harness.target_ops import gradcheck
-from reference.rope import pair_indices, rope_math
-from suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, gradcheck_options, skip_unless_float64,
+from harness.reference.rope import pair_indices, rope_math
+from harness.suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, gradcheck_options, skip_unless_float64,
                               target_grads, upstream)
-from suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
-from suites.positions.test_learned_positions import LPE, build, table_path
+from harness.suites.positions.helpers import ROPE, call_rope, declared_or, measure_rope_layout, rope_naive
+from harness.suites.positions.test_learned_positions import LPE, build, table_path
 
 PROPERTY_PREFIX = "position_grad"
 pytestmark = pytest.mark.uses("backward")

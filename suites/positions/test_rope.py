@@ -20,12 +20,12 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
-from suites.kit import autocast_dtypes, call_under_autocast, check_convention, record_label, run
-from suites import regimes
-from suites.regimes import covering
-from reference.rope import pair_indices, rope_frequencies, rope_math
-from suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
+from harness.suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
+from harness.suites.kit import autocast_dtypes, call_under_autocast, check_convention, record_label, run
+from harness.suites import regimes
+from harness.suites.regimes import covering
+from harness.reference.rope import pair_indices, rope_frequencies, rope_math
+from harness.suites.positions.helpers import (ROPE, call_rope, declared_or, expect_floating, measure_rope_layout, rope_agree,
                                rope_images, rope_naive, rope_truth, score_allowance, scores, submit_rope)
 
 PROPERTY_PREFIX = "rope"

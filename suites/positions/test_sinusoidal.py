@@ -20,10 +20,10 @@ import torch
 from hypothesis import given
 
 from harness import tolerance
-from suites.positions.configs import sinusoidal_configs
-from suites.kit import check_convention, impl, record_label, run
-from reference.sinusoidal import LAYOUTS, sin_cos_columns, sinusoidal_frequencies, sinusoidal_math
-from suites.positions.helpers import expect_floating
+from harness.suites.positions.configs import sinusoidal_configs
+from harness.suites.kit import check_convention, impl, record_label, run
+from harness.reference.sinusoidal import LAYOUTS, sin_cos_columns, sinusoidal_frequencies, sinusoidal_math
+from harness.suites.positions.helpers import expect_floating
 
 PROPERTY_PREFIX = "sinusoidal"
 SIN = "sinusoidal_position_embedding"

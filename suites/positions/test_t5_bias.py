@@ -22,11 +22,11 @@ import pytest
 import torch
 from hypothesis import given
 
-from suites.positions.configs import t5_bias_configs
-from suites.kit import impl, run
-from reference.t5_bias import relative_positions
-from suites.positions.helpers import expect_floating
-from suites.positions.test_t5_bucket import accepted
+from harness.suites.positions.configs import t5_bias_configs
+from harness.suites.kit import impl, run
+from harness.reference.t5_bias import relative_positions
+from harness.suites.positions.helpers import expect_floating
+from harness.suites.positions.test_t5_bucket import accepted
 
 PROPERTY_PREFIX = "t5_bias"
 BIAS = "t5_relative_position_bias"

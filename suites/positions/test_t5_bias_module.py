@@ -18,11 +18,11 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from reference.t5_bias import relative_positions
-from suites.positions.configs import T5_MAX_DISTANCE, T5_NUM_BUCKETS, BiasCallsConfig
-from suites.positions.module_calls import Spec, replay, run_machine
-from suites.stateful import Verdict
-from suites.positions.test_t5_bucket import accepted
+from harness.reference.t5_bias import relative_positions
+from harness.suites.positions.configs import T5_MAX_DISTANCE, T5_NUM_BUCKETS, BiasCallsConfig
+from harness.suites.positions.module_calls import Spec, replay, run_machine
+from harness.suites.stateful import Verdict
+from harness.suites.positions.test_t5_bucket import accepted
 
 PROPERTY_PREFIX = "t5_bias_module"
 MODULE = "T5RelativePositionBias"

@@ -16,9 +16,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from suites.positions.configs import t5_bucket_configs
-from suites.kit import ImplementationError, impl, run, unverified, verified
-from reference.t5_bucket import log_position, t5_relative_position_bucket
+from harness.suites.positions.configs import t5_bucket_configs
+from harness.suites.kit import ImplementationError, impl, run, unverified, verified
+from harness.reference.t5_bucket import log_position, t5_relative_position_bucket
 
 PROPERTY_PREFIX = "t5_bucket"
 T5 = "t5_relative_position_bucket"

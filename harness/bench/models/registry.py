@@ -61,7 +61,7 @@ def _naive_attention(**_: Any) -> Callable:
     """The textbook formula, materialising the (n x n) scores: softmax(q k^T * scale) v."""
     import math
 
-    from reference.masks import causal_mask
+    from harness.reference.masks import causal_mask
 
     def naive_attention(q, k, v, is_causal=False, scale=None):
         scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -81,7 +81,7 @@ def _banded_window(*, window: int, extent: str = "w", block: int | None = None, 
 
 @register("dense_window")
 def _dense_window(*, window: int, extent: str = "w", **_: Any) -> Callable:
-    from reference.sliding_window import sliding_window_math
+    from harness.reference.sliding_window import sliding_window_math
 
     def dense_window(q, k, v, scale=None):
         return sliding_window_math(q, k, v, window, scale, extent, compute_dtype=q.dtype)

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from reference.sliding_window import sliding_window_math
+from harness.reference.sliding_window import sliding_window_math
 
 
 def _reference_window(q, k, v, window, scale=None):

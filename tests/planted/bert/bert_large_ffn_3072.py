@@ -6,7 +6,7 @@ with 50 M fewer parameters (285 M). Caught by: models.param_count.
 """
 from transformers import BertModel
 
-from reference.bert import bert_config
+from harness.reference.bert import bert_config
 
 
 def build_bert(size="base", add_pooling_layer=True):

@@ -4,7 +4,7 @@ Real pattern: a ``BertModel`` built from a config with ``is_decoder=True`` (copi
 ``BertLMHeadModel`` / generation setup) silently applies a causal mask, so the "bidirectional"
 encoder sees only the left context. Caught by: models.dependency.
 """
-from reference.dependency_models import build_bert_like
+from harness.reference.dependency_models import build_bert_like
 
 MODEL_CLAIM = "bidirectional"
 

@@ -4,6 +4,6 @@ Real pattern: the seeds' point about ELMo -- every output position depends on ev
 position, so a token-level check calls it bidirectional, yet no single feature sees both
 sides (it is two unidirectional LMs concatenated). Caught by: models.dependency (per-feature).
 """
-from reference.dependency_models import build_elmo_like as build_model  # noqa: F401
+from harness.reference.dependency_models import build_elmo_like as build_model  # noqa: F401
 
 MODEL_CLAIM = "bidirectional"  # BUG: it is concat_unidirectional

@@ -7,7 +7,7 @@ the very token it is trained to predict. Caught by: models.dependency.
 import torch
 from torch import nn
 
-from reference.dependency_models import build_gpt_like
+from harness.reference.dependency_models import build_gpt_like
 
 MODEL_CLAIM = "causal"
 

@@ -6,7 +6,7 @@ pairs are in fact consecutive: wrong labels. Caught by: models.nsp.
 """
 import torch
 
-from reference.bert import IS_NEXT, NOT_NEXT
+from harness.reference.bert import IS_NEXT, NOT_NEXT
 
 
 def make_nsp_pairs(documents, num_pairs, *, generator=None):

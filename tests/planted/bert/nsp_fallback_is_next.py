@@ -6,7 +6,7 @@ instead of drawing again: the labels are right but NotNext is under-drawn (45 % 
 """
 import torch
 
-from reference.bert import IS_NEXT, NOT_NEXT
+from harness.reference.bert import IS_NEXT, NOT_NEXT
 
 
 def make_nsp_pairs(documents, num_pairs, *, generator=None):

@@ -4,7 +4,7 @@ Real pattern: an embedding layer ported from a RoBERTa/GPT-style model (no segme
 a BERT checkpoint: ``token_type_ids`` are accepted and ignored, so sentence A and B look alike
 (NSP and pair tasks lose their signal). Caught by: models.embedding_sum.
 """
-from reference.bert import InputEmbedding
+from harness.reference.bert import InputEmbedding
 
 
 class Planted(InputEmbedding):

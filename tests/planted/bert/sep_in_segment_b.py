@@ -6,7 +6,7 @@ models.special_placement.
 """
 import torch
 
-from reference.bert import CLS_ID, SEP_ID
+from harness.reference.bert import CLS_ID, SEP_ID
 
 
 def build_inputs(tokens_a, tokens_b=None, *, cls_id=CLS_ID, sep_id=SEP_ID):

@@ -6,7 +6,7 @@ never advanced), so every sequence uses sequence 0's pages; a batch of one, and 
 call, are right. Caught by: the consistency section's paged-against-linear differential check
 (attention_with_kvcache), held to reference's linear call.
 """
-import reference
+from harness import reference
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,

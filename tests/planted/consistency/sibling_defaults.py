@@ -24,11 +24,11 @@ build_model, bert_embeddings).
 """
 import torch
 
-import reference
-from reference.bert import InputEmbedding
-from reference.dependency_models import build_bert_like
-from reference.layernorm import layer_norm_math
-from reference.rmsnorm import rms_norm_math
+from harness import reference
+from harness.reference.bert import InputEmbedding
+from harness.reference.dependency_models import build_bert_like
+from harness.reference.layernorm import layer_norm_math
+from harness.reference.rmsnorm import rms_norm_math
 
 
 class LayerNorm(reference.LayerNorm):

@@ -8,7 +8,7 @@ factor 1.5 reruns 2 heads and 1.25 one head.
 """
 from __future__ import annotations
 
-import reference
+from harness import reference
 
 
 def slowed(fn, factor: float):
