@@ -149,3 +149,36 @@ def test_shared_options_have_one_default():
     for argv in (["check"], ["bench", "--out", "x"], ["repro", "c", "--impl", "t", "--config", "{}"]):
         assert parse(argv).isolation == options.DEFAULT_ISOLATION
     assert parse(["check", "--impl", "a", "--impl", "b"]).impl == ["a", "b"]
+
+
+def test_echoed_stage_commands_can_be_pasted(stages, tmp_path, capsys):
+    """Each stage's echoed command is quoted (shlex.join): ``-k "agreement or relative"`` and an
+    --out with a space come back as the argv the stage ran, so the line can be pasted into a shell."""
+    import shlex
+    calls, _ = stages
+    out = tmp_path / "my job"
+    assert cli(["run", "--out", str(out), "-k", "agreement or relative"]) == 0
+    echoed = [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()
+              if line.startswith("=== ") and " finished in " not in line]
+    assert [shlex.split(line) for line in echoed] == [["python", "-m", "harness", *argv] for _, argv in calls]
+    assert "'agreement or relative'" in echoed[0]
+
+
+def test_fan_out_echoes_a_merge_command_that_can_be_pasted(monkeypatch, tmp_path, capsys):
+    """``bench --devices``: the report command it prints for the workers' folders is quoted."""
+    import shlex
+
+    from harness.bench import devices
+
+    class Done:
+        def __init__(self, cmd):
+            self.cmd = cmd
+
+        def wait(self):
+            return 0
+    monkeypatch.setattr(devices.subprocess, "Popen", Done)
+    out = tmp_path / "bench run"
+    assert devices.launch([], ["a", "b"], ["cpu", "cpu"], str(out)) == 0
+    line = capsys.readouterr().err.split("merge them with: ", 1)[1].strip()
+    assert shlex.split(line) == ["python", "-m", "harness", "report", str(out / "worker0_cpu"),
+                                 str(out / "worker1_cpu")]

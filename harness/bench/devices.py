@@ -8,6 +8,7 @@ contend with another's.
 """
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ def launch(argv: list[str], suites: list[str], devices: list[str], out: str) -> 
         print(f"worker {i} on {device}: {', '.join(mine)} -> {folder}", file=sys.stderr, flush=True)
         procs.append(subprocess.Popen(cmd))
     codes = [p.wait() for p in procs]
-    folders = " ".join(str(worker_dir(out, i, d)) for i, (d, _) in enumerate(workers))
-    print(f"workers finished (exit {codes}); merge them with: python -m harness report {folders}",
-          file=sys.stderr)
+    merge = shlex.join(["python", "-m", "harness", "report",
+                        *(str(worker_dir(out, i, d)) for i, (d, _) in enumerate(workers))])
+    print(f"workers finished (exit {codes}); merge them with: {merge}", file=sys.stderr)
     return max(codes) if codes else 0

@@ -16,6 +16,7 @@ already is refused (exit 2, before any stage) unless ``--overwrite`` (start agai
 """
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def main(args) -> int:
         if stale.is_dir() and not args.resume:  # an earlier job's: the report would read it
             shutil.rmtree(stale)
     for name, argv in stages:
-        print(f"\n=== {name}: python -m harness {' '.join(argv)}", flush=True)
+        print(f"\n=== {name}: {shlex.join(['python', '-m', 'harness', *argv])}", flush=True)
         start = time.perf_counter()
         status[name] = stage(argv)
         if name == "conformance" and status[name] == 0 and not (Path(args.out) / "conformance" / "conformance.json").is_file():
