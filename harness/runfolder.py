@@ -25,9 +25,12 @@ RESULTS = "results.jsonl"
 ENV = "env.json"
 #: held (``fcntl.flock``) by the bench that writes the folder; holds its pid and command line
 LOCK = ".bench.lock"
+#: the acceptance checks a bench printed at its end: [{"name", "passed" (true, false or null: not
+#: evaluated), "detail"}]; ``harness run`` reads it, so a failed check is not summarized as "ok"
+CHECKS = "checks.json"
 #: files a bench writes besides results.jsonl and env.json (removed by ``--overwrite``)
 DERIVED = ("fits.json", "receptive_field_grad.csv", "receptive_field_grad_by_case.csv",
-           "finetune_seeds.jsonl")
+           "finetune_seeds.jsonl", CHECKS)
 
 
 def grad_case(cases) -> str:

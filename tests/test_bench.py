@@ -138,6 +138,48 @@ def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
     assert 0 <= m["cache_bytes"] - m["tokens_bytes"] <= m["waste_bound_bytes"]
 
 
+def test_acceptance_checks_are_written_to_the_run_folder(tiny_run, capsys):
+    """checks.json holds the checks the run printed (``harness run`` reads it): the reference passes them."""
+    out, _, _ = tiny_run
+    checks = json.loads((out / "checks.json").read_text())
+    assert {"kv cache bytes == formula", "receptive field of mistral_block"} <= {c["name"] for c in checks}
+    assert all(set(c) == {"name", "passed", "detail"} and c["passed"] is not False for c in checks), checks
+
+
+def _kv_row(case, kv, status="ok", reason=None, match=True):
+    metrics = {"cache_bytes": 1024 * kv, "cache_formula_bytes": 1024 * kv if match else 999, "match": match} \
+        if status == "ok" else {}
+    return {"suite": "kv_cache", "case": case, "status": status, "reason": reason, "params": {"kv_heads": kv},
+            "metrics": metrics}
+
+
+def test_a_skipped_point_is_no_mismatch_and_its_reason_is_shown():
+    """Issue 41: a target without attention_with_kvcache got "[FAIL] kv cache bytes == formula" with
+    every byte count equal to its formula: the skipped paged point counted against it, unexplained."""
+    from harness.bench import kv_cache, receptive_field
+    why = "target 'mine.py' has no attribute 'attention_with_kvcache'"
+    rows = [_kv_row("mha", 4), _kv_row("mqa", 1), _kv_row("paged", 1, "skipped", why)]
+    (check,) = [c for c in kv_cache.summary(None, rows) if c.name == "kv cache bytes == formula"]
+    assert check.passed is True, check.line()
+    assert "mha kv=4: 4096 B == 4096 B" in check.detail and "measured vs formula" in check.detail
+    assert f"not compared: paged kv=1 (skipped: {why})" in check.detail
+    # a real mismatch fails and shows both numbers; a point that failed to run fails the check too
+    (check,) = kv_cache.summary(None, rows[:1] + [_kv_row("gqa", 2, match=False)])[:1]
+    assert check.passed is False and "gqa kv=2: 2048 B != 999 B" in check.detail
+    (check,) = kv_cache.summary(None, rows[:1] + [_kv_row("gqa", 2, "error", "RuntimeError: boom")])[:1]
+    assert check.passed is False and "gqa kv=2 (error: RuntimeError: boom)" in check.detail
+    (check,) = kv_cache.summary(None, [_kv_row("mha", 4, "skipped", why)])
+    assert check.passed is None and why in check.detail
+    # the receptive field: a depth skipped by the time budget is not a mismatch either
+    rf = [{"suite": "receptive_field", "case": "banded_window", "status": "ok", "reason": None,
+           "params": {"depth": 1, "window": 4},
+           "metrics": {"match": True, "window_extent": "w", "receptive_field": 4, "formula": 4}},
+          {"suite": "receptive_field", "case": "banded_window", "status": "skipped", "params": {"depth": 8},
+           "reason": "time budget: 225 s spent", "metrics": {}}]
+    (check,) = receptive_field.summary(None, rf)
+    assert check.passed is True and "not compared: depth 8 (skipped: time budget" in check.detail, check.line()
+
+
 def test_timer_selfcheck_row(tiny_run):
     _, _, rows = tiny_run
     (row,) = by(rows, "timer_selfcheck")

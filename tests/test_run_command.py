@@ -100,6 +100,24 @@ def test_any_failing_stage_fails_the_job_but_all_stages_run(stages, tmp_path, fa
     assert "exit 1" in capsys.readouterr().out.split("summary:")[1]
 
 
+def test_a_failed_acceptance_check_is_not_summarized_as_ok(stages, tmp_path, capsys):
+    """A bench stage exits 0 with a failed acceptance check (bench fails only with --strict): the
+    summary names the check instead of "benchmarks ok" (issue 41: "[FAIL] kv cache bytes == formula"
+    was followed by "benchmarks ok"). The exit status is unchanged."""
+    out = tmp_path / "job"
+    out.mkdir()
+    (out / "checks.json").write_text(json.dumps([
+        {"name": "kv cache bytes == formula", "passed": False, "detail": "mha kv=4: 1 B != 2 B"},
+        {"name": "rolling cache capped at the window", "passed": True, "detail": ""},
+        {"name": "scaling exponent of lstm", "passed": None, "detail": "no fit"}]))
+    assert cli(["run", "--out", str(out), "--no-finetune"]) == 0
+    text = capsys.readouterr().out
+    summary = text.split("summary:")[1]
+    assert "benchmarks ok" not in summary and "FAILED 1 acceptance check(s) (kv cache bytes == formula)" in summary
+    assert "conformance ok" in summary and "report ok" in summary
+    assert "acceptance check(s) FAILED: kv cache bytes == formula" in text.split("summary:")[0]
+
+
 def test_conformance_exit_0_without_its_report_fails_the_job(monkeypatch, tmp_path, capsys):
     """A check stage that ends 0 without writing conformance.json (a target that os._exit(0)s in a
     run with --isolation none) is counted as failed, not as "conformance ok"."""

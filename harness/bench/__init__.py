@@ -31,6 +31,26 @@ class Check:
         return f"  [{mark}] {self.name}: {self.detail}"
 
 
+def uncompared(rows: list[dict], label: Callable[[dict], str] | None = None) -> str:
+    """What a check could not compare, and why: ``"; not compared: paged (skipped: <reason>)"`` for
+    each row that is not ok, grouped by reason ("" when every row is ok). A skipped point is left out
+    of the comparison, never counted as a mismatch; a point that failed (``error``, ``oom``, ``nan``)
+    fails the check (``failed_points``)."""
+    label = label or (lambda r: r["case"])
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        if r["status"] != "ok":
+            why = f"{r['status']}: {r.get('reason') or 'no reason recorded'}"
+            groups.setdefault(why, []).append(label(r))
+    return "".join(f"; not compared: {', '.join(dict.fromkeys(names))} ({why})" for why, names in groups.items())
+
+
+def failed_points(rows: list[dict]) -> list[dict]:
+    """The rows that ran and failed (``runfolder.BAD_STATUSES``): they fail a check that needs them."""
+    from harness.runfolder import BAD_STATUSES
+    return [r for r in rows if r["status"] in BAD_STATUSES]
+
+
 @dataclass
 class Context:
     """What every suite needs: the target, where to run, the sizes, the store."""

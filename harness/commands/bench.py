@@ -4,12 +4,13 @@
         --out runs/today [--profile cpu|gpu|tiny] [--resume | --overwrite]
 
 The run folder (notes/RESULTS_SCHEMA.md): env.json (written first), results.jsonl
-(one row per point, appended and fsynced as each is measured), fits.json and
-receptive_field_grad.csv at the end. A point that fails (exception, NaN output, out of
-memory) is recorded with its status and reason and the run goes on. The folder is locked
-while the run writes (a second run on it is refused, naming the first one's pid), and a
-folder that holds results already is refused unless ``--resume`` (keep its ok points) or
-``--overwrite`` (discard them). A target that does not load is refused before anything is
+(one row per point, appended and fsynced as each is measured), fits.json,
+receptive_field_grad.csv and checks.json (the acceptance checks it prints) at the end. A point
+that fails (exception, NaN output, out of memory) is recorded with its status and reason and the
+run goes on; a skipped point is left out of the acceptance checks, never counted as a mismatch.
+The folder is locked while the run writes (a second run on it is refused, naming the first one's
+pid), and a folder that holds results already is refused unless ``--resume`` (keep its ok points)
+or ``--overwrite`` (discard them). A target that does not load is refused before anything is
 written: no point is recorded for it. Exit status 0 when the run completed; 2 when it
 could not start (the message says why); with ``--strict``, 1 when an acceptance check failed.
 
@@ -21,6 +22,7 @@ sizes, not the quick checks.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -226,7 +228,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     from harness.bench import begin_run, env, receptive_field
     from harness.bench.points import PointRunner
     from harness.bench.scaling import fits as scaling_fits
-    from harness.runfolder import STATUSES
+    from harness.runfolder import CHECKS, STATUSES
 
     budget = time_budget(args, profile)
     deadline = started + budget if budget is not None else None
@@ -272,5 +274,6 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
         print("acceptance checks:")
         for c in checks:
             print(c.line())
+    store.write_json(CHECKS, [dataclasses.asdict(c) for c in checks])  # (read by `harness run`)
     failed = [c for c in checks if c.passed is False]
     return 1 if (args.strict and failed) else 0

@@ -10,7 +10,9 @@ LayerNorm swap-ins (three more trainings each); ``--no-finetune`` leaves the fin
 Each stage runs in its own process. The exit status is non-zero when a property fails or, with
 ``--baseline``, the report's gate fails (``--gate-cases``, ``--allow-missing`` and ``--strict`` are
 passed to it);
-every stage still runs so the report shows everything. An OUT that holds benchmark results
+every stage still runs so the report shows everything. A bench stage's failed acceptance check
+(its ``checks.json``) is named in the summary instead of "ok"; it leaves the exit status as it is
+(``bench --strict`` gates on the checks). An OUT that holds benchmark results
 already is refused (exit 2, before any stage) unless ``--overwrite`` (start again) or
 ``--resume`` (the bench stages keep their ok points).
 """
@@ -69,6 +71,29 @@ def earlier_results(out: str) -> list[Path]:
             if f.is_file() and f.read_text().strip()]
 
 
+def failed_checks(folder: str) -> list[str]:
+    """The names of the acceptance checks that failed in the bench run folder ``folder`` (its
+    ``checks.json``; none when it wrote none)."""
+    import json
+
+    from harness.runfolder import CHECKS
+    path = Path(folder) / CHECKS
+    try:
+        checks = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return [c.get("name", "?") for c in checks if isinstance(c, dict) and c.get("passed") is False]
+
+
+def verdict(code: int, failed: list[str]) -> str:
+    """A stage's word in the summary: ok, its exit status, or the acceptance checks that failed."""
+    if code != 0:
+        return f"exit {code}"
+    if failed:
+        return f"FAILED {len(failed)} acceptance check(s) ({'; '.join(failed)})"
+    return "ok"
+
+
 def main(args) -> int:
     impls = options.targets(args)
     impl_args = [a for spec in impls for a in ("--impl", spec)]
@@ -82,7 +107,7 @@ def main(args) -> int:
     again += ["--no-progress"] if args.no_progress else []
     gate = ([f"--cases={args.gate_cases}"] if args.gate_cases else []) + \
         (["--allow-missing"] if args.allow_missing else []) + (["--strict"] if args.strict else [])
-    status = {}
+    status, failed = {}, {}
     stages = [
         ("conformance", ["check", *impl_args, "--report", f"{args.out}/conformance",
                          "--hypothesis-profile", args.hypothesis_profile,
@@ -109,7 +134,11 @@ def main(args) -> int:
             print("=== conformance exited 0 but wrote no conformance report: the process ended early "
                   "(os._exit in a target run with --isolation none?); counted as failed", flush=True)
             status[name] = 3
-        print(f"=== {name} finished in {time.perf_counter() - start:.0f} s (exit {status[name]})", flush=True)
-    print("\nsummary: " + ", ".join(f"{k} {'ok' if v == 0 else f'exit {v}'}" for k, v in status.items()))
+        if argv[0] == "bench" and status[name] == 0:
+            failed[name] = failed_checks(argv[argv.index("--out") + 1])
+        print(f"=== {name} finished in {time.perf_counter() - start:.0f} s (exit {status[name]})"
+              + (f"; acceptance check(s) FAILED: {'; '.join(failed[name])}" if failed.get(name) else ""),
+              flush=True)
+    print("\nsummary: " + ", ".join(f"{k} {verdict(v, failed.get(k, []))}" for k, v in status.items()))
     print(f"report: {args.out}/report/report.html")
     return 0 if all(v == 0 for v in status.values()) else 1
