@@ -45,6 +45,8 @@ _TARGETS_KEY = pytest.StashKey[list]()
 _RESULTS_KEY = pytest.StashKey[list]()
 _HARNESS_KEY = pytest.StashKey[bool]()
 _CONSISTENCY_KEY = pytest.StashKey[list]()
+#: an item's protocol name that the target defines but cannot serve (``BrokenTarget``: a wrong signature)
+_BROKEN_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -290,8 +292,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 target.lookup(name)
             except Missing as exc:
                 pytest.skip(str(exc))
-            except BrokenTarget as exc:
-                pytest.fail(str(exc), pytrace=False)
+            except BrokenTarget as exc:  # (failed in the call phase: a failure of the property, not a
+                item.stash[_BROKEN_KEY] = str(exc)  # set-up error; and raised outside this except, once)
+                return
 
 
 def property_of(item: pytest.Item) -> str:
@@ -305,6 +308,9 @@ def pytest_runtest_call(item: pytest.Item):
     not as Hypothesis' "Unable to satisfy assumptions" error; a differential check whose targets
     disagree is xfailed (reported in the consistency section) unless --require-consistent."""
     from hypothesis.errors import Unsatisfiable
+    broken = item.stash.get(_BROKEN_KEY, None)
+    if broken is not None:  # a protocol name with a signature the protocol cannot call (docs/protocol.md)
+        pytest.fail(broken, pytrace=False)
     try:
         return (yield)
     except Unsatisfiable:

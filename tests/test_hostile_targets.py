@@ -100,14 +100,25 @@ def test_file_that_raises_on_import(pytester):
     assert_reference_unaffected(result)
 
 
-def test_wrong_signature_is_broken_not_skipped(pytester):
+def test_wrong_signature_is_broken_not_skipped(pytester, tmp_path):
+    """A wrong signature is a failure of the target (docs/protocol.md): a `fail` cell per property, its
+    message printed once (issue 41: it was an `error`, printed twice as chained exceptions)."""
     target = hostile("wrong_signature.py")
-    result = run_suites(pytester, [target, "reference"])
-    result.assert_outcomes(passed=3, errors=3)
+    result = run_suites(pytester, [target, "reference"], extra=("--conformance-report", str(tmp_path)))
+    result.assert_outcomes(passed=3, failed=3)
     out = result.stdout.str()
-    assert "scaled_dot_product_attention: signature (q, k) lacks parameter(s) query, key, value" in out
+    message = "scaled_dot_product_attention: signature (q, k) lacks parameter(s) query, key, value"
+    assert message in out
     assert "the protocol calls scaled_dot_product_attention(query, key, value" in out
+    assert "During handling of the above exception" not in out
+    failures = out.split("= FAILURES =", 1)[1].split("= conformance", 1)[0]
+    assert failures.count(message) == 3, failures  # once per failed property
     assert_reference_unaffected(result)
+    import json
+    cells = {(r["property"], r["target"]): r for r in json.loads((tmp_path / "conformance.json").read_text())["results"]}
+    broken = [r for (_, t), r in cells.items() if t == str(target)]
+    assert len(broken) == 3 and {r["result"] for r in broken} == {"fail"} and {r["kind"] for r in broken} == {"fail"}
+    assert all(message in r["detail"] for r in broken), broken
 
 
 def test_module_that_defines_nothing_is_skipped_by_name(pytester):

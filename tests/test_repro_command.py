@@ -34,3 +34,13 @@ def test_an_unknown_suite_path_is_a_clear_error(tmp_path):
     assert done.returncode != 0
     assert "no suite file 'suites/no_such_suite.py'" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_wrong_signature_replays_as_one_failure(tmp_path):
+    """A target whose protocol function has the wrong parameters fails (exit 1) with one line, as in
+    the suites: no traceback (issue 41)."""
+    target = ROOT / "tests" / "planted" / "hostile" / "wrong_signature.py"
+    done = _repro(tmp_path, "harness.suites.attention.test_attention", str(target))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED" in done.stdout and "signature (q, k) lacks parameter(s) query, key, value" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr

@@ -65,7 +65,7 @@ def load_check(ref: str):
 def main(args) -> int:
     from harness import conventions, runner
     from harness.loader import load_target
-    from harness.target_import import Missing
+    from harness.target_import import BrokenTarget, Missing
 
     configs.add_source(options.SUITES)  # the configuration types: HARNESS_SIZES, --config
     target = load_target(args.impl, cli_conventions=conventions.parse_cli(args.convention), device=args.device,
@@ -89,6 +89,9 @@ def main(args) -> int:
               f"HARNESS_SIZES = {target.sizes}")
         return 0
     except runner.PropertyFailure as exc:
+        print(f"FAILED\n{exc}")
+        return 1
+    except BrokenTarget as exc:  # a wrong signature: a failure of the target, as in the suites
         print(f"FAILED\n{exc}")
         return 1
     except Exception:  # noqa: BLE001
