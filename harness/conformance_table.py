@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pandas as pd
 
-_RANK = {"fail": 3, "error": 3, "skipped": 1, "pass": 0}
+_RANK = {"fail": 3, "error": 3, "known": 2, "skipped": 1, "pass": 0}
 
 
 def cell(row: dict) -> tuple[int, str, str]:
     """One test result as (severity, text, kind) for the table; the kind (``KINDS``) is read from
     the row's fields, never parsed back out of the text."""
     if row["outcome"] == "failed":
+        if row.get("expected"):  # listed in --xfails: visible, not a failure of the run
+            return _RANK["known"], f"known fail ({row['expected']})", "known"
         text = "fail" if row["when"] == "call" else "error"
         return _RANK[text], text, text
     if row["outcome"] == "skipped":
@@ -31,6 +33,8 @@ def cell(row: dict) -> tuple[int, str, str]:
         return _RANK["skipped"], f"skipped ({reason})", "skipped"
     label = row.get("label")
     text = label or "pass"
+    if row.get("unexpected_pass"):
+        text += f" (listed in {row['unexpected_pass']}: remove the line)"
     note = row.get("unsupported")  # configurations passed over: declared or NotImplementedError
     if note:
         return 0, f"{text}; {note}", "partial"
@@ -54,7 +58,7 @@ def long_table(rows: list[dict]) -> pd.DataFrame:
             best[key] = (rank, text, what, row.get("reason") or row.get("unsupported_detail") or "",
                          row.get("repro") or "")
     data = [{"property": p, "target": t, "result": text,
-             "detail": reason if rank >= 3 or what == "partial" else "", "kind": what, "repro": repro}
+             "detail": reason if rank >= 2 or what == "partial" else "", "kind": what, "repro": repro}
             for (p, t), (rank, text, what, reason, repro) in best.items()]
     return pd.DataFrame(data, columns=COLUMNS + JSON_EXTRA)
 
@@ -72,9 +76,9 @@ def conformance_table(rows: list[dict]) -> pd.DataFrame:
 
 #: the kinds of result counted per target, in the order ``summary_lines`` prints them; partial: checked
 #: on the configurations the target supports, the others passed over
-KINDS = ("pass", "convention", "partial", "fail", "error", "unsupported", "skipped")
-#: kinds a summary line names only when a target has one
-RARE_KINDS = ("partial", "error")
+KINDS = ("pass", "convention", "partial", "fail", "known", "error", "unsupported", "skipped")
+#: kinds a summary line names only when a target has one (known: a failure listed in --xfails)
+RARE_KINDS = ("partial", "known", "error")
 
 
 def summary_lines(rows: list[dict]) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import configs, guard, layout, options, provided, runner, versions
+from harness import configs, guard, layout, options, provided, runner, versions, xfails
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import Target, load_target
@@ -47,6 +47,8 @@ _HARNESS_KEY = pytest.StashKey[bool]()
 _CONSISTENCY_KEY = pytest.StashKey[list]()
 #: an item's protocol name that the target defines but cannot serve (``BrokenTarget``: a wrong signature)
 _BROKEN_KEY = pytest.StashKey[str]()
+_XFAILS_KEY = pytest.StashKey[list]()
+_XFAILS_USED_KEY = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "none: import it into this process (for debugging with pdb)")
     group.addoption("--import-timeout", type=float, default=None, metavar="SECONDS",
                     help="time limit for importing a target in its worker (default 120)")
+    group.addoption("--xfails", default=None, metavar="FILE",
+                    help="a file of properties known to fail (PROPERTY [TARGET]  # why): reported XFAIL, "
+                         "the run passes; a failure not listed fails it (default: $HARNESS_XFAILS)")
     group.addoption("--conformance-report", default=None, metavar="DIR",
                     help="write the conformance table (CSV, Markdown, JSON) into DIR")
     group.addoption("--device", default="cpu", metavar="DEVICE",
@@ -152,6 +157,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("harness-ci" if os.environ.get("CI") else "harness-dev")
     _set_threads(config)
+    path = config.getoption("xfails") or os.environ.get("HARNESS_XFAILS")
+    try:
+        config.stash[_XFAILS_KEY] = xfails.load(path) if path else []
+    except xfails.XfailsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_XFAILS_USED_KEY] = {}
     configs.add_source(options.SUITES)  # the configuration types, before a target's HARNESS_SIZES is read
     targets(config)
 
@@ -365,7 +376,27 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             if note and not report.skipped:
                 report.user_properties.append(("harness_unsupported", note[0]))
                 report.user_properties.append(("harness_unsupported_detail", note[1]))
+            _expected(item, report, target)
     return report
+
+
+def _expected(item: pytest.Item, report: pytest.TestReport, target) -> None:
+    """A property listed in ``--xfails``: its failure becomes XFAIL (kept in the table as a known
+    failure), its pass XPASS (named at the end: the line can go)."""
+    entry = xfails.find(item.config.stash.get(_XFAILS_KEY, []), property_of(item), target.spec, target.id)
+    if entry is None:
+        return
+    if report.failed:
+        report.outcome = "skipped"
+        report.wasxfail = f"known failure ({entry.where})" + (f": {entry.note}" if entry.note else "")
+        report.user_properties.append(("harness_expected", entry.where))
+        item.config.stash[_XFAILS_USED_KEY].setdefault(entry, []).append(("fail", property_of(item), target.id))
+    elif report.passed:
+        report.wasxfail = f"listed in {entry.where} but passes"  # XPASS, not strict: never a failure
+        report.user_properties.append(("harness_unexpected_pass", entry.where))
+        item.config.stash[_XFAILS_USED_KEY].setdefault(entry, []).append(("pass", property_of(item), target.id))
+    else:
+        item.config.stash[_XFAILS_USED_KEY].setdefault(entry, [])
 
 
 #: the name the results sink of a session is registered under (one per config)
@@ -382,6 +413,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     rows = config.stash.get(_RESULTS_KEY, [])
     if rows:
         conformance_summary(terminalreporter, config, rows)
+    if config.stash.get(_XFAILS_KEY, None):
+        expected_summary(terminalreporter, config.stash[_XFAILS_KEY], rows)
     section = consistency_data(config)
     if section is not None and (rows or section[1]):
         from harness.consistency import write_terminal
@@ -390,6 +423,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if out and (rows or (section and section[1])):
         paths = write_conformance(rows, out, targets=targets(config), consistency=section)
         terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
+
+
+def expected_summary(terminalreporter, entries: list, rows: list[dict]) -> None:
+    """What the ``--xfails`` lines did: known failures seen, listed properties that now pass (the
+    line can go), lines that matched no property of this run (a typo, or a property renamed)."""
+    known = [r for r in rows if r.get("expected")]
+    passing = [r for r in rows if r.get("unexpected_pass")]
+    listed = {(r["property"], r["target"]) for r in rows}
+    idle = [e for e in entries if not any(e.matches(p, t) for p, t in listed)]
+    terminalreporter.write_sep("=", f"expected failures ({len(entries)} line(s) in --xfails)")
+    terminalreporter.write_line(f"{len(known)} known failure(s) seen (XFAIL: the run does not fail on them)")
+    for r in passing:
+        terminalreporter.write_line(f"listed but passes: {r['property']} [{r['target']}] "
+                                    f"({r['unexpected_pass']}): remove the line", yellow=True)
+    for e in idle:
+        terminalreporter.write_line(f"{e.where}: {e.property} {e.target} matches no property of this run "
+                                    f"(a typo? a renamed property?)", yellow=True)
 
 
 def consistency_data(config: pytest.Config) -> tuple[list[dict], list[dict]] | None:

@@ -102,7 +102,7 @@ def row_problem(row) -> str | None:
         return f"a result row must be a JSON object, got {type(row).__name__}"
     missing = [f for f in ("key", "suite", "case", "role", "status", "params") if f not in row]
     if missing:
-        hint = " (written before rows had a role: migrate with scripts/migrate_run_folder.py)" \
+        hint = " (written before rows had a role: migrate with: python -m harness migrate DIR)" \
             if missing == ["role"] else ""
         return f"a result row needs the field(s) {', '.join(missing)}{hint}"
     for f in ("key", "suite", "case"):

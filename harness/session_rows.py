@@ -40,13 +40,17 @@ class ResultsSink:
             outcome = report.outcome
             if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
                 outcome = "failed"  # an error in the table, not a skip: the target could not be tested
+            if "harness_expected" in props:
+                outcome = "failed"  # a known failure (--xfails): still a failure in the table, marked known
             self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
                               "when": report.when, "outcome": outcome,
                               "label": props.get("harness_label"),
                               "convention": props.get("harness_convention"),
                               "unsupported": props.get("harness_unsupported"),
                               "unsupported_detail": props.get("harness_unsupported_detail"),
-                              "reason": reason, "repro": props.get("harness_failure_repro")})
+                              "reason": reason, "repro": props.get("harness_failure_repro"),
+                              "expected": props.get("harness_expected"),
+                              "unexpected_pass": props.get("harness_unexpected_pass")})
 
 
 
@@ -56,8 +60,8 @@ def short_reason(report: pytest.TestReport) -> str:
     any other failure: its first ``E`` line)."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
-    if report.failed:
-        props = dict(report.user_properties)
+    props = dict(report.user_properties)
+    if report.failed or "harness_expected" in props:
         if "harness_failure_kind" in props:
             message = props["harness_failure_message"]
             return (f"{props['harness_failure_kind']}: {message}" if message else props["harness_failure_kind"])[:300]

@@ -19,7 +19,7 @@ import pandas as pd
 
 ALARM_KINDS = ("fail", "error")
 #: the kinds of a cell that ran (checked at least one configuration)
-RAN_KINDS = ("pass", "convention", "partial", "fail", "error")
+RAN_KINDS = ("pass", "convention", "partial", "fail", "known", "error")
 COLUMNS = ["target", "profile", "seed", "status", "run", "passed", "conventions", "skipped", "alarms",
            "alarm_properties", "seconds"]
 

@@ -212,8 +212,8 @@ class Gate:
         if self.scope == "target" and self.targets and set(self.targets) != set(self.baseline_targets):
             return (f"nothing to compare: the run's target rows are of {', '.join(self.targets)}, the "
                     f"baseline's of {', '.join(self.baseline_targets) or 'no target'}. A target's rows "
-                    f"are only compared with a baseline of the same target (store one: copy a run folder "
-                    f"of it into reports/baselines/NAME); --cases all also gates the harness's "
+                    f"are only compared with a baseline of the same target (keep one in your repository: "
+                    f"a bench run folder of it, passed by its path, --baseline ci/baselines/cpu; docs/ci.md); --cases all also gates the harness's "
                     f"comparison kernels")
         return (f"nothing to compare in scope (--cases {self.scope}): no point of the run matched a "
                 f"baseline point with a value to compare, so the gate cannot pass or fail it")

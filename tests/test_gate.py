@@ -121,7 +121,7 @@ def test_unknown_status_is_an_input_error(tmp_path, base, where, capsys):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda r: {k: v for k, v in r.items() if k != "role"}, "migrate_run_folder"),
+    (lambda r: {k: v for k, v in r.items() if k != "role"}, "python -m harness migrate"),
     (lambda r: {**r, "role": "kernel"}, "unknown role 'kernel'"),
     (lambda r: {**r, "params": [1, 2]}, "'params' must be an object"),
     (lambda r: {**r, "metrics": "fast"}, "'metrics' must be an object"),

@@ -2,7 +2,7 @@
 
 Every place that lists suites reads it: ``bench --suite`` (its default, ``all``, the check of a
 name, the order under a time budget), ``run --suite``, the worker's preload
-(``harness.bench.on_target.prepare_process``) and ``scripts/migrate_run_folder.py``. A suite
+(``harness.bench.on_target.prepare_process``) and ``harness migrate`` (harness/commands/migrate.py). A suite
 module defines ``points(ctx) -> list[Point]`` and ``summary(ctx, rows) -> list[Check]``.
 """
 from __future__ import annotations

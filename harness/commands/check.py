@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--require-consistent", action="store_true",
                    help="several --impl targets (one library's backends): exit 1 when they measure different "
                         "conventions or give different outputs on the same inputs (the consistency section)")
+    p.add_argument("--xfails", default=None, metavar="FILE",
+                   help="properties known to fail, one 'PROPERTY [TARGET]  # why' a line: reported XFAIL "
+                        "(visible, the run passes); a failure not listed fails the run (docs/ci.md)")
     p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     p.set_defaults(func=main)
@@ -56,6 +59,8 @@ def pytest_argv(args) -> list[str]:
         argv += ["--hypothesis-profile", f"harness-{args.profile}"]
     if getattr(args, "require_consistent", False):
         argv += ["--require-consistent"]
+    if getattr(args, "xfails", None):
+        argv += ["--xfails", args.xfails]
     if args.keyword:
         argv += ["-k", args.keyword]
     return argv + list(args.pytest_args)

@@ -1,6 +1,6 @@
 """``report``: tables, plots, an HTML page and a baseline comparison from run folders.
 
-    python -m harness report RUN_DIR [RUN_DIR|BENCH.json ...] [--baseline reports/baselines/NAME]
+    python -m harness report RUN_DIR [RUN_DIR|BENCH.json ...] [--baseline DIR|NAME]
                              [--cases target|all] [--allow-missing] [--strict]
                              [--out DIR] [--html] [--formats csv,parquet,md] [--no-plots]
 
@@ -20,7 +20,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from harness import layout, options
+from harness import extras, layout, options
 
 BASELINES = layout.BASELINES
 
@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_DIR",
                    help="run folder (results.jsonl, env.json, ...) or pytest-benchmark JSON file")
     p.add_argument("--baseline", default=None, metavar="DIR",
-                   help="baseline run folder, e.g. reports/baselines/NAME (a bare NAME is looked up there)")
+                   help="a baseline run folder's path (e.g. ci/baselines/cpu in your repository), or the NAME "
+                        "of a baseline the harness stores (cpu-reference, gpu-h200)")
     p.add_argument("--cases", default=None, choices=["target", "all"],
                    help="what the baseline gate judges: target (default) = the rows of the target's own "
                         "code, the built-in reference's too (the harness's comparison kernels and the "
@@ -55,10 +56,20 @@ def _fail(message: str) -> int:
 
 
 def resolve_baseline(spec: str) -> Path:
+    """``--baseline``: a run folder's path, else the name of a baseline the harness stores
+    (``cpu-reference``; ``reports/baselines/NAME``, the checkout's path, is read as that name
+    wherever the harness is installed). Raises InputError naming both when neither exists."""
+    from harness.reports.load import InputError
     path = Path(spec)
-    if not path.exists() and not path.is_absolute() and (BASELINES / spec).exists():
-        return BASELINES / spec
-    return path
+    if path.exists() or path.is_absolute():
+        return path
+    name = spec.removeprefix("reports/baselines/").strip("/")
+    if name and (BASELINES / name).exists():
+        return BASELINES / name
+    stored = sorted(p.name for p in BASELINES.iterdir() if p.is_dir()) if BASELINES.is_dir() else []
+    raise InputError(f"--baseline {spec}: no run folder at {path.resolve()}, and no stored baseline of that "
+                     f"name (stored: {', '.join(stored) or 'none'}). Keep a baseline of your own: a bench run "
+                     f"folder in your repository, passed by its path (docs/ci.md)")
 
 
 def default_out(first: Path) -> Path:
@@ -68,9 +79,24 @@ def default_out(first: Path) -> Path:
 def main(args) -> int:
     try:
         return _main(args)
-    except Exception:  # noqa: BLE001 -- never let a crash read as exit 1 ("regression")
+    except Exception as exc:  # noqa: BLE001 -- never let a crash read as exit 1 ("regression")
+        hint = extras.hint_for(exc)
+        if hint:  # an optional dependency the checks below did not foresee: the install line, no traceback
+            return _fail(hint)
         traceback.print_exc()
         return _fail("internal error while building the report (traceback above)")
+
+
+def missing_extra(formats, plots: bool) -> str | None:
+    """The install line of an optional dependency this report needs and lacks (extra "report"), with
+    the option that does without it; None when it has them all. Checked before anything is written."""
+    if "parquet" in formats and extras.absent("pyarrow"):
+        return extras.missing_line("pyarrow") + " (or leave them out: --formats " + \
+            (",".join(f for f in formats if f != "parquet") or "csv") + ")"
+    for module in ("matplotlib", "seaborn"):
+        if plots and extras.absent(module):
+            return extras.missing_line(module) + " (or leave them out: --no-plots)"
+    return None
 
 
 def _main(args) -> int:
@@ -82,12 +108,14 @@ def _main(args) -> int:
         formats = tables.parse_formats(args.formats)
     except ValueError as exc:
         return _fail(str(exc))
+    if missing := missing_extra(formats, not args.no_plots):
+        return _fail(missing)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             runs = load_runs(args.runs)
             baseline_runs = load_runs([resolve_baseline(args.baseline)]) if args.baseline else None
-        except InputError as exc:
+        except InputError as exc:  # (resolve_baseline's too)
             return _fail(str(exc))
     for w in caught:
         print(f"harness report: warning: {w.message}", file=sys.stderr)

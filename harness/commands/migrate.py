@@ -1,6 +1,6 @@
-"""Bring run folders written before result rows had a ``role`` up to the current schema.
+"""``migrate``: bring run folders written before result rows had a ``role`` up to the current schema.
 
-    python scripts/migrate_run_folder.py DIR [DIR ...]
+    python -m harness migrate DIR [DIR ...]
 
 Each ``results.jsonl`` in DIR and its immediate sub-folders gets, per row, the ``role`` its suite
 gives the case (``TARGET_CASES`` of the suite's module: "target" when the target's own code ran,
@@ -10,16 +10,20 @@ that have a role keep it (their key is rebuilt, so running the script twice chan
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.bench import suites as registry
+from harness.runfolder import FIELDS, RESULTS, point_key, read_jsonl
 
-from harness.bench import suites as registry  # noqa: E402
-from harness.runfolder import FIELDS, RESULTS, point_key, read_jsonl  # noqa: E402
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("migrate", help="bring old run folders (rows without a role) up to the current schema",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("folders", nargs="+", type=Path, metavar="DIR")
+    p.set_defaults(func=main)
 
 
 def role_of(suite: str, case: str) -> str:
@@ -46,10 +50,7 @@ def migrate_file(path: Path) -> tuple[int, int]:
     return len(rows), changed
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("folders", nargs="+", type=Path)
-    args = p.parse_args(argv)
+def main(args) -> int:
     for folder in args.folders:
         files = [f / RESULTS for f in [folder, *sorted(c for c in folder.iterdir() if c.is_dir())]
                  if (f / RESULTS).is_file()] if folder.is_dir() else []
@@ -61,6 +62,3 @@ def main(argv=None) -> int:
             print(f"{f}: {changed} of {n} rows migrated")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

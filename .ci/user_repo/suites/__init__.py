@@ -1,0 +1,1 @@
+"""The user's own test package, named like the harness's suites folder on purpose."""
