@@ -28,13 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _unavailable(exc: Exception) -> int:
-    print(f"this command needs a package that is not installed: {exc}", file=sys.stderr)
+    from harness import extras
+    print(extras.hint_for(exc) or f"this command needs a package that is not installed: {exc}", file=sys.stderr)
     return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ImportError as exc:  # an optional dependency (an extra of the harness): one line, no traceback
+        from harness import extras
+        hint = extras.hint_for(exc)
+        if hint is None:
+            raise
+        print(f"harness {args.command}: {hint}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import pytest
 import torch
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import guard, layout, target_ops
+from harness import extras, guard, layout, target_ops
 from harness.configs import Config
 from harness.handles import is_module, is_remote, method
 from harness.pending import Pending
@@ -285,6 +285,14 @@ def repro_command(target: Target, check: Callable, cfg: Config) -> str:
             f"--impl {shlex.quote(target.spec)}{extra} --config {shlex.quote(cfg.to_json())}")
 
 
+def _skip_if_extra_missing(exc: BaseException) -> None:
+    """A check that needs an optional dependency of the harness that is not installed (transformers
+    for the BERT models, ...) is skipped with its install line: not a failure of the target."""
+    hint = extras.hint_for(exc)
+    if hint is not None:
+        pytest.skip(hint)
+
+
 def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any:
     """Run ``check(target, cfg)``; on failure raise ``PropertyFailure`` with a repro. A
     configuration that needs a feature the target declares unsupported, or for which it raises
@@ -306,7 +314,12 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         raise
     except Unsupported as exc:
         _reject(target, str(exc), cfg)
+    except ImportError as exc:
+        _skip_if_extra_missing(exc)
+        raise
     except (AssertionError, ConventionMismatch) as exc:
+        if isinstance(exc, guard.ImplementationError):
+            _skip_if_extra_missing(exc)
         why = not_implemented(exc) if isinstance(exc, guard.ImplementationError) else None
         if why is not None:  # not a bug, not a pass: this configuration is reported unsupported
             _reject(target, f"undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from harness import declarations, interpret, layout, protocol, provided
+from harness import declarations, extras, interpret, layout, protocol, provided
 
 
 @dataclass
@@ -193,6 +193,9 @@ def format_load_error(exc: BaseException, spec: str) -> str:
     head = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     if interpret.missing_triton(exc) and interpret.INSTALL in str(exc):
         return head  # one line that says what to install; the import's frames add nothing
+    hint = extras.hint_for(exc)  # an optional dependency of the harness (an adapter's transformers): say its extra
+    if hint is not None:
+        return f"{head}{_innermost_frame(exc, spec)}\n  {hint}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith("<frozen") and f.filename != __file__]
     where = _innermost_frame(exc, spec)

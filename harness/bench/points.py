@@ -32,6 +32,7 @@ from typing import Callable
 
 import torch
 
+from harness import extras
 from harness.bench.store import ResultStore, make_row, point_key
 from harness.bench.telemetry import Telemetry
 
@@ -240,8 +241,11 @@ class PointRunner:
             status, reason, failed = "nan", str(exc), True
             release(exc)
         except BaseException as exc:  # noqa: BLE001 - a hostile target may raise anything
+            hint = extras.hint_for(exc)
             if isinstance(exc, SystemExit):
                 status, reason = "error", f"SystemExit({exc.code}) raised by the code under test"
+            elif hint is not None:  # an optional dependency of the harness is missing: not the code's failure
+                status, reason = "skipped", hint
             elif is_oom(exc):
                 status, reason = "oom", describe_exception(exc)
             else:
@@ -265,8 +269,10 @@ class PointRunner:
             try:
                 from tqdm import tqdm
                 self._bar = tqdm(total=len(todo), desc=desc, unit="pt", dynamic_ncols=True, leave=True)
-            except ImportError:  # tqdm is optional (extra "bench"): no bar
-                self._bar = None
+            except ImportError:  # tqdm is optional (extra "bench"): a plain line per point instead
+                self._bar, self.progress = None, False
+                if self.verbose:
+                    print(f"[{desc}] no progress bar: {extras.missing_line('tqdm')}", file=sys.stderr)
         try:
             for p in todo:
                 if p.key(self.impl) in self.recorded:

@@ -26,7 +26,7 @@ import dataclasses
 import sys
 import time
 
-from harness import options
+from harness import extras, options
 from harness.bench import suites as registry
 
 #: seconds one request to the target's worker may take (``--impl-timeout``): the largest is a
@@ -236,6 +236,8 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     print(f"harness bench: target {args.impl}, device {device}, profile {profile.name}, "
           f"suites {','.join(suites)}" + (f", time budget {budget:g} s" if budget is not None else "")
           + f" -> {store.dir}", file=sys.stderr)
+    if device.startswith("cuda") and extras.absent("pynvml"):
+        print(f"harness bench: no GPU telemetry: {extras.missing_line('pynvml')}", file=sys.stderr)
     peak = env.measure_peak_tflops(device, size=profile.peak_size)
     ctx = begin_run(store, target, args.impl, device, profile, suites, peak=peak, cases=ctx_cases(args),
                     threads=args.threads, extra={"cases": list(ctx_cases(args)) or None,

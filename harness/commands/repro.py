@@ -12,6 +12,7 @@ import os
 import traceback
 from pathlib import Path
 
+import pytest
 from hypothesis.errors import UnsatisfiedAssumption
 
 from harness import configs, layout, options
@@ -80,6 +81,9 @@ def main(args) -> int:
         runner.run(target, check, cfg)
     except Missing as exc:
         print(f"SKIPPED: {exc}")
+        return 0
+    except pytest.skip.Exception as exc:  # (an optional dependency of the check is not installed)
+        print(f"SKIPPED: {exc.msg}")
         return 0
     except runner.ConfigUnsupported as exc:
         print(f"UNSUPPORTED: {exc.reason}")

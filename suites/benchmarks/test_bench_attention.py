@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from harness import extras
 from harness.bench import Context, profiles
 from harness.bench.points import Skip
 from harness.bench.scaling import flops_for, make_call, params_for
@@ -31,6 +32,8 @@ def _only_when_requested(request):
     if not benchmarks_requested(request.config):
         pytest.skip("benchmarks run only with --benchmark-json/--benchmark-only/--benchmark-enable "
                     "or HARNESS_BENCHMARKS=1")
+    if not request.config.pluginmanager.hasplugin("benchmark"):  # (its `benchmark` fixture: a set-up error)
+        pytest.skip(extras.missing_line("pytest_benchmark"))
 
 
 @pytest.mark.parametrize("n", SIZES)
