@@ -6,7 +6,6 @@ pyarrow at the report stage was an "internal error" with a traceback). Each case
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ def hide(monkeypatch, *modules: str) -> None:
 
 def test_each_module_is_in_the_extra_its_hint_names():
     """The table agrees with pyproject.toml: the extra named in a hint installs the package."""
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for module, e in extras.EXTRAS.items():
         packages = {p.split("=")[0].split(">")[0].split("<")[0].strip() for p in declared[e.extra]}
