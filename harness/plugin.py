@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import configs, guard, layout, options, provided, runner, versions, xfails
+from harness import configs, guard, options, provided, runner, scope, versions, xfails
+from harness.scope import is_harness_session
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
 from harness.loader import Target, load_target
@@ -48,7 +49,6 @@ _CONSISTENCY_KEY = pytest.StashKey[list]()
 #: an item's protocol name that the target defines but cannot serve (``BrokenTarget``: a wrong signature)
 _BROKEN_KEY = pytest.StashKey[str]()
 _XFAILS_KEY = pytest.StashKey[list]()
-_XFAILS_USED_KEY = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,50 +97,8 @@ def target_specs(config: pytest.Config) -> list[str]:
     return specs or [options.DEFAULT_TARGET]
 
 
-def is_harness_session(config: pytest.Config) -> bool:
-    """Whether this pytest run is about the harness: what the user asked for, never a folder name
-    that might be theirs. ``--impl`` / ``$HARNESS_IMPL``; the harness's own suites (``--pyargs
-    harness.suites``, or a path in the suites' folder wherever it is installed); in a checkout of
-    the harness, a path in (or above) the checkout. The plug-in is loaded by every pytest run in an
-    environment where the harness is installed; in another project's session (their own
-    ``suites/`` included) it changes nothing global (no Hypothesis profile, no torch thread count,
-    no header)."""
-    if config.getoption("impl") or os.environ.get("HARNESS_IMPL"):
-        return True
-    ours = [layout.SUITES.resolve()] + ([layout.CHECKOUT.resolve()] if layout.CHECKOUT else [])
-    for arg in config.args:
-        head = arg.split("::")[0]
-        if head == "harness.suites" or head.startswith("harness.suites."):
-            return True
-        p = Path(head).resolve()
-        if any(p == root or root in p.parents for root in ours):
-            return True
-        if layout.CHECKOUT and p in ours[-1].parents:
-            return True
-    return False
-
-
-def benchmarks_requested(config: pytest.Config) -> bool:
-    """Whether this run asked for the suites' pytest-benchmark tests (``suites/benchmarks``):
-    ``--benchmark-json``, ``--benchmark-only``, ``--benchmark-enable`` or ``HARNESS_BENCHMARKS=1``."""
-    if os.environ.get("HARNESS_BENCHMARKS", "") not in ("", "0"):
-        return True
-    return any(config.getoption(opt, None) for opt in ("benchmark_json", "benchmark_only", "benchmark_enable"))
-
-
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The suites' benchmarks folder is left out of a conformance run (``pytest --pyargs
-    harness.suites``, as ``harness check``) unless benchmarks are asked for or it is named itself."""
-    if collection_path.name != "benchmarks" or collection_path.parent.resolve() != layout.SUITES.resolve():
-        return None
-    if benchmarks_requested(config):
-        return None
-    folder = collection_path.resolve()
-    for arg in (a.split("::")[0] for a in config.args):
-        path = Path(arg).resolve()
-        if arg.startswith("harness.suites.benchmarks") or path == folder or folder in path.parents:
-            return None
-    return True
+    return scope.ignore_benchmarks(collection_path, config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -162,7 +120,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_XFAILS_KEY] = xfails.load(path) if path else []
     except xfails.XfailsError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_XFAILS_USED_KEY] = {}
     configs.add_source(options.SUITES)  # the configuration types, before a target's HARNESS_SIZES is read
     targets(config)
 
@@ -376,27 +333,10 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             if note and not report.skipped:
                 report.user_properties.append(("harness_unsupported", note[0]))
                 report.user_properties.append(("harness_unsupported_detail", note[1]))
-            _expected(item, report, target)
+            entries = item.config.stash.get(_XFAILS_KEY, [])
+            if entries:
+                xfails.apply(xfails.find(entries, property_of(item), target.spec, target.id), report)
     return report
-
-
-def _expected(item: pytest.Item, report: pytest.TestReport, target) -> None:
-    """A property listed in ``--xfails``: its failure becomes XFAIL (kept in the table as a known
-    failure), its pass XPASS (named at the end: the line can go)."""
-    entry = xfails.find(item.config.stash.get(_XFAILS_KEY, []), property_of(item), target.spec, target.id)
-    if entry is None:
-        return
-    if report.failed:
-        report.outcome = "skipped"
-        report.wasxfail = f"known failure ({entry.where})" + (f": {entry.note}" if entry.note else "")
-        report.user_properties.append(("harness_expected", entry.where))
-        item.config.stash[_XFAILS_USED_KEY].setdefault(entry, []).append(("fail", property_of(item), target.id))
-    elif report.passed:
-        report.wasxfail = f"listed in {entry.where} but passes"  # XPASS, not strict: never a failure
-        report.user_properties.append(("harness_unexpected_pass", entry.where))
-        item.config.stash[_XFAILS_USED_KEY].setdefault(entry, []).append(("pass", property_of(item), target.id))
-    else:
-        item.config.stash[_XFAILS_USED_KEY].setdefault(entry, [])
 
 
 #: the name the results sink of a session is registered under (one per config)
@@ -414,7 +354,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if rows:
         conformance_summary(terminalreporter, config, rows)
     if config.stash.get(_XFAILS_KEY, None):
-        expected_summary(terminalreporter, config.stash[_XFAILS_KEY], rows)
+        xfails.write_summary(terminalreporter, config.stash[_XFAILS_KEY], rows)
     section = consistency_data(config)
     if section is not None and (rows or section[1]):
         from harness.consistency import write_terminal
@@ -423,23 +363,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if out and (rows or (section and section[1])):
         paths = write_conformance(rows, out, targets=targets(config), consistency=section)
         terminalreporter.write_line(f"conformance report: {', '.join(str(p) for p in paths)}")
-
-
-def expected_summary(terminalreporter, entries: list, rows: list[dict]) -> None:
-    """What the ``--xfails`` lines did: known failures seen, listed properties that now pass (the
-    line can go), lines that matched no property of this run (a typo, or a property renamed)."""
-    known = [r for r in rows if r.get("expected")]
-    passing = [r for r in rows if r.get("unexpected_pass")]
-    listed = {(r["property"], r["target"]) for r in rows}
-    idle = [e for e in entries if not any(e.matches(p, t) for p, t in listed)]
-    terminalreporter.write_sep("=", f"expected failures ({len(entries)} line(s) in --xfails)")
-    terminalreporter.write_line(f"{len(known)} known failure(s) seen (XFAIL: the run does not fail on them)")
-    for r in passing:
-        terminalreporter.write_line(f"listed but passes: {r['property']} [{r['target']}] "
-                                    f"({r['unexpected_pass']}): remove the line", yellow=True)
-    for e in idle:
-        terminalreporter.write_line(f"{e.where}: {e.property} {e.target} matches no property of this run "
-                                    f"(a typo? a renamed property?)", yellow=True)
 
 
 def consistency_data(config: pytest.Config) -> tuple[list[dict], list[dict]] | None:

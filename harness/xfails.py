@@ -68,3 +68,34 @@ def load(path: str | Path) -> list[Entry]:
 def find(entries: list[Entry], prop: str, *target_names: str) -> Entry | None:
     """The first line that lists ``prop`` for a target of one of these names (spec, id), or None."""
     return next((e for e in entries if e.matches(prop, *target_names)), None)
+
+
+def apply(entry: Entry | None, report) -> None:
+    """A call report of a property listed by ``entry``: its failure becomes XFAIL (the row stays a
+    failure, marked known), its pass XPASS (not strict: never a failure; named at the end)."""
+    if entry is None:
+        return
+    if report.failed:
+        report.outcome = "skipped"
+        report.wasxfail = f"known failure ({entry.where})" + (f": {entry.note}" if entry.note else "")
+        report.user_properties.append(("harness_expected", entry.where))
+    elif report.passed:
+        report.wasxfail = f"listed in {entry.where} but passes"
+        report.user_properties.append(("harness_unexpected_pass", entry.where))
+
+
+def write_summary(terminalreporter, entries: list[Entry], rows: list[dict]) -> None:
+    """What the lines did: known failures seen, listed properties that now pass (the line can go),
+    lines that matched no property of this run (a typo, or a property renamed)."""
+    known = [r for r in rows if r.get("expected")]
+    passing = [r for r in rows if r.get("unexpected_pass")]
+    listed = {(r["property"], r["target"]) for r in rows}
+    idle = [e for e in entries if not any(e.matches(p, t) for p, t in listed)]
+    terminalreporter.write_sep("=", f"expected failures ({len(entries)} line(s) in --xfails)")
+    terminalreporter.write_line(f"{len(known)} known failure(s) seen (XFAIL: the run does not fail on them)")
+    for r in passing:
+        terminalreporter.write_line(f"listed but passes: {r['property']} [{r['target']}] "
+                                    f"({r['unexpected_pass']}): remove the line", yellow=True)
+    for e in idle:
+        terminalreporter.write_line(f"{e.where}: {e.property} {e.target} matches no property of this run "
+                                    f"(a typo? a renamed property?)", yellow=True)

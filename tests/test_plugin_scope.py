@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harness.plugin import is_harness_session
+from harness.scope import is_harness_session
 
 pytest_plugins = ["pytester"]
 

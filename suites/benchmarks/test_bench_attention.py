@@ -19,7 +19,7 @@ from harness import extras
 from harness.bench import Context, profiles
 from harness.bench.points import Skip
 from harness.bench.scaling import flops_for, make_call, params_for
-from harness.plugin import benchmarks_requested
+from harness.scope import benchmarks_requested
 
 PROPERTY_PREFIX = "benchmark"
 CASES = ["target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",
