@@ -31,6 +31,7 @@ BUGS = [
     ("rope_positions_fp16.py", "test_rope.py", "test_long_context"),
     ("rope_angles_float32_for_float64.py", "test_rope.py", "test_long_context"),
     ("rope_exponent_i_over_d.py", "test_rope.py", "test_frequencies"),
+    ("rope_exponent_sign_flipped.py", "test_rope.py", "test_frequencies"),
     ("rope_base_ignored.py", "test_rope.py", "test_frequencies"),
     ("rope_positions_clamped.py", "test_rope.py", "test_relative"),
     ("rope_batch_positions_first_row.py", "test_rope.py", "test_agreement"),
@@ -62,6 +63,7 @@ MESSAGES = {
     "rope_angles_matmul_under_autocast.py": ["under torch.autocast"],
     "rope_angles_float32_for_float64.py": ["input's opmath (float64)"],
     "rope_exponent_i_over_d.py": ["pair angles at position 1"],
+    "rope_exponent_sign_flipped.py": ["pair angles at position 1"],
     "rope_positions_clamped.py": ["must depend only on the distance"],
     "rope_int_division_exponent.py": ["does not decay"],
     "sin_cos_swapped.py": ["sinusoidal_layout: the behaviour matches no known convention"],
@@ -106,6 +108,20 @@ def test_table_is_consistent():
 @pytest.mark.parametrize("bug,suite,test", BUGS, ids=[b.removesuffix(".py") for b, _, _ in BUGS])
 def test_planted_bug_is_caught(pytester, bug, suite, test):
     assert_caught(pytester, suite, PLANTED / bug, test, MESSAGES.get(bug, []))
+
+
+def test_relative_names_a_wrong_frequency_table_as_its_cause(pytester):
+    """A RoPE whose frequency exponent has the wrong sign fails rope.relative too: float32 rounds its
+    too large angles (in float64 the score change all but vanishes). The message says so and names
+    rope.frequencies, the property of the cause (issue 41: it said only "scores must depend only on
+    the distance"); a relative failure of the positions themselves gets no such note."""
+    assert_caught(pytester, "test_rope.py", PLANTED / "rope_exponent_sign_flipped.py", "test_relative",
+                  ["must depend only on the distance", "replayed in float64 the same configuration",
+                   "rounding the angles m * theta in float32, not from the positions",
+                   "the target's rotation angles at position 1 are not base^(-2i/D)",
+                   "the cause is the frequency table, which rope.frequencies checks"])
+    out = assert_caught(pytester, "test_rope.py", PLANTED / "rope_positions_clamped.py", "test_relative")
+    assert "rope.frequencies" not in out and "replayed in float64" not in out, out[-3000:]
 
 
 def _all_pass(cells, target, skipped=()):
