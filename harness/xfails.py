@@ -31,8 +31,9 @@ class Entry:
 
     def matches(self, prop: str, *target_names: str) -> bool:
         """``prop`` of a target known by these names (its spec, its id); a file target matches by
-        its path as given or by its file name (``kernels.py``)."""
-        names = [n for n in target_names if n] + [Path(n).name for n in target_names if n and "/" in n]
+        its path as given, its file name (``kernels.py``) or its stem (``kernels``)."""
+        files = [Path(n) for n in target_names if n and n.endswith(".py")]
+        names = [n for n in target_names if n] + [p.name for p in files] + [p.stem for p in files]
         return fnmatch.fnmatchcase(prop, self.property) and any(fnmatch.fnmatchcase(n, self.target) for n in names)
 
 

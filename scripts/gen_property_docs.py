@@ -68,7 +68,7 @@ def family_heading(family: str, root: Path = ROOT) -> str:
     if not family:
         return "## Across families (`suites/`)\n"
     init = root / "suites" / family / "__init__.py"
-    doc = importlib.import_module(f"harness.suites.{family}").__doc__ if init.exists() else None
+    doc = importlib.import_module(f"suites.{family}").__doc__ if init.exists() else None  # as modules() names them
     title, _, rest = paragraph(doc).partition(": ")
     return f"## {title.rstrip('.') or family} (`suites/{family}/`)\n" + (f"\n{rest[:1].upper()}{rest[1:]}\n" if rest else "")
 

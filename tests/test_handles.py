@@ -90,4 +90,4 @@ def test_pretty_printing_a_handle_or_a_target_asks_the_worker_nothing(tgt, monke
     tgt.measured["suite.key"] = torch.zeros(1000)  # a walk through the fields would print this
     text = pretty({"target": tgt, "module": mod, "modules": [mod, mod]})
     assert sent == [], sent
-    assert "Target(" in text and "zeros" not in text and "0." not in text
+    assert "Target(" in text and "zeros" not in text and "tensor(" not in text  # (a module name may hold "0.")
