@@ -26,6 +26,8 @@ The one-hot probes use an S x S identity as values: their examples keep S <= 102
 """
 from __future__ import annotations
 
+import functools
+
 from hypothesis import example
 
 from harness.suites.attention.configs import AttnConfig, VarlenConfig, WindowConfig
@@ -233,9 +235,43 @@ NORMS_AUTOCAST = (
 
 
 def covering(configs, name: str = "cfg"):
-    """Apply ``hypothesis.example(cfg=c)`` for every config: run first, on every profile."""
+    """Apply ``hypothesis.example(cfg=c)`` for every config: run first, on every profile. Hypothesis
+    does not shrink an explicit example: a property that fails on one of them is replayed on smaller
+    configurations of the same kind, and the failure reports the smallest that still fails, or says
+    "boundary example, not shrunk" (``suites.boundary``)."""
+    examples = tuple(configs)
+
     def decorate(test):
-        for cfg in reversed(tuple(configs)):
-            test = example(**{name: cfg})(test)
-        return test
+        @functools.wraps(test)
+        def shrinking(*args, **kwargs):
+            __tracebackhide__ = True  # pytest shows the message, not this frame
+            try:
+                return test(*args, **kwargs)
+            except AssertionError as exc:
+                from harness.runner import PropertyFailure
+                cfg = kwargs.get(name)
+                if not isinstance(exc, PropertyFailure) or cfg not in examples:
+                    raise
+                from harness.suites.boundary import boundary_failure
+                limit = getattr(kwargs.get("target"), "limit", None)
+                hung = lambda: len(getattr(limit, "hung", None) or ())  # noqa: E731
+                if hung():  # a function that hung is not called again: every replay would "fail" the same way
+                    raise boundary_failure(cfg, exc, None, why_not="a call ran past the per-call limit, and the "
+                                           "function is not called again") from None
+
+                def replay(candidate):
+                    try:
+                        test(*args, **{**kwargs, name: candidate})
+                    except PropertyFailure as failure:
+                        return None if hung() else failure  # (after a hang every call is refused)
+                    except (KeyboardInterrupt, SystemExit):
+                        raise
+                    except BaseException:  # noqa: BLE001 - unsupported, skipped, another error: not this failure
+                        return None
+                    return None
+                raise boundary_failure(cfg, exc, replay) from None
+
+        for cfg in reversed(examples):
+            shrinking = example(**{name: cfg})(shrinking)
+        return shrinking
     return decorate
