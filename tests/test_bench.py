@@ -139,11 +139,14 @@ def test_kv_cache_bytes_equal_formula_and_head_ratios(tiny_run):
 
 
 def test_acceptance_checks_are_written_to_the_run_folder(tiny_run, capsys):
-    """checks.json holds the checks the run printed (``harness run`` reads it): the reference passes them."""
+    """checks.json holds the checks the run printed (``harness run`` reads it): the reference passes the
+    ones that count bytes and positions (the timer self-check is a timing, left out here)."""
     out, _, _ = tiny_run
     checks = json.loads((out / "checks.json").read_text())
-    assert {"kv cache bytes == formula", "receptive field of mistral_block"} <= {c["name"] for c in checks}
-    assert all(set(c) == {"name", "passed", "detail"} and c["passed"] is not False for c in checks), checks
+    assert all(set(c) == {"name", "passed", "detail"} for c in checks), checks
+    exact = [c for c in checks if c["name"].startswith(("kv cache", "paged", "receptive field", "rolling"))]
+    assert {"kv cache bytes == formula", "receptive field of mistral_block"} <= {c["name"] for c in exact}
+    assert all(c["passed"] is True for c in exact), exact
 
 
 def _kv_row(case, kv, status="ok", reason=None, match=True):
