@@ -45,16 +45,19 @@ step() { echo "--- workflow step: $1"; bash "$steps"/*-"$1".sh; }
 
 step install
 python -c "import harness, importlib.util as u; assert u.find_spec('harness.suites').origin.startswith('$work/venv'), 'harness.suites not from the wheel'"
-echo "--- keep a baseline of your own in the repo (docs/ci.md: once, then committed)"
-python -m harness bench --impl "$IMPL" --suite scaling,kv_cache --profile tiny --out ci/baselines/cpu --no-progress \
-  || fail "the baseline's bench run failed"
 step conformance
 python - <<'PY' || fail "the known failure is not in the conformance report as known"
 import json
 kinds = {(r["property"], r["kind"]) for r in json.load(open("out/conformance/conformance.json"))["results"]}
 assert ("rmsnorm.scale_invariance", "known") in kinds, sorted(kinds)
 PY
-step benchmark_gate
+step benchmarks
+# docs/ci.md: a baseline is a bench run folder kept in the repository, made once. Made here from the
+# run just measured, the gate's step must compare every target point and pass: this proves the
+# recipe (a baseline by path in the user's repository, the report, the gate's exit status), not the
+# timings of a loaded machine (the gate's false-regression rates are measured: docs/reports.md)
+mkdir -p ci/baselines && cp -r out/bench ci/baselines/cpu
+step gate  # exit 0: points compared, no regression (2 would mean nothing compared)
 
 echo "--- a failure not listed fails the run, and names its repro"
 set +e

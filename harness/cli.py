@@ -1,4 +1,4 @@
-"""``python -m harness <command>``: check, repro, bench, report, run, sweep.
+"""``python -m harness <command>``: check, repro, bench, report, run, sweep, migrate, docs.
 
 Each command lives in ``harness/commands/<name>.py`` and provides
 ``add_parser(subparsers)`` and ``main(args) -> int`` (the exit status).
@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["check", "repro", "bench", "report", "run", "sweep"]
+COMMANDS = ["check", "repro", "bench", "report", "run", "sweep", "migrate", "docs"]
 
 
 def build_parser() -> argparse.ArgumentParser:
