@@ -14,9 +14,10 @@ missing release is an alarm instead when ``$HARNESS_REQUIRE_RELEASES`` is set (a
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
+
+from harness import optional
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,12 @@ def _adapter(name: str, why: str, **kw) -> Control:
     return Control(f"harness.adapters.{name}", why, **kw)
 
 
-_RET = "pip install rotary-embedding-torch einops"
-_XT = "pip install x-transformers"
-_TT = "pip install torchtune --no-deps"
-_TRITON = "pip install triton==3.9.0"
+# (import name, pinned install command): harness.optional, the one table of the optional libraries
+_RET = optional.library("rotary_embedding_torch")
+_XT = optional.library("x_transformers")
+_TT = optional.library("torchtune")
+_TRITON = optional.library("triton")
+_LIGER = optional.library("liger_kernel")
 
 CONTROLS: tuple[Control, ...] = (
     Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
@@ -55,11 +58,11 @@ CONTROLS: tuple[Control, ...] = (
              release=("tf-4.38.2", "transformers", "4.38.2")),
     _adapter("hf_mistral_fa2_window", "transformers 4.38.2's FA2 window call (emulated kernel), w + 1 keys "
              "declared", release=("tf-4.38.2", "transformers", "4.38.2")),
-    _adapter("torchtune_positions", "torchtune's RotaryPositionalEmbeddings", library=("torchtune", _TT)),
+    _adapter("torchtune_positions", "torchtune's RotaryPositionalEmbeddings", library=_TT),
     _adapter("xtransformers_positions", "x-transformers 2.x: RoPE, ALiBi, T5 bias, sinusoidal, learned table",
-             library=("x_transformers", _XT)),
+             library=_XT),
     _adapter("rotary_embedding_torch", "the installed rotary-embedding-torch (after the 0.8.3 cache fix)",
-             library=("rotary_embedding_torch", _RET)),
+             library=_RET),
     _adapter("rotary_embedding_torch_0_2_7", "0.2.7 fixed 0.2.6's cache keyed on the length only",
              release=("ret-0.2.7", "rotary-embedding-torch", "0.2.7")),
     _adapter("rotary_embedding_torch_0_8_3", "0.8.3 fixed 0.8.2's offset call writing the table's first rows",
@@ -72,13 +75,13 @@ CONTROLS: tuple[Control, ...] = (
              "eager flex_attention: linear and paged caches, softcap, sinks"),
     _adapter("liger_positions_hf_layout", "liger-kernel 0.8.5's Triton RoPE given q and its gradient in the "
              "layout it assumes (Hugging Face's); its other layouts are liger_positions, known-buggy",
-             library=("liger_kernel", "pip install --no-deps liger-kernel==0.8.5 triton==3.9.0")),
+             library=_LIGER),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
-    Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=("triton", _TRITON)),
-    Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=("triton", _TRITON)),
-    Control("reference.triton.norms", "RMSNorm and LayerNorm, forward and backward", library=("triton", _TRITON)),
-    Control("reference.triton.rope", "RoPE, rotate-half pairing", library=("triton", _TRITON)),
-    Control("reference.triton.rope_interleaved", "RoPE, interleaved pairing", library=("triton", _TRITON)),
+    Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=_TRITON),
+    Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=_TRITON),
+    Control("reference.triton.norms", "RMSNorm and LayerNorm, forward and backward", library=_TRITON),
+    Control("reference.triton.rope", "RoPE, rotate-half pairing", library=_TRITON),
+    Control("reference.triton.rope_interleaved", "RoPE, interleaved pairing", library=_TRITON),
 )
 
 #: adapters of releases with a known bug (not controls): module -> the bug and the property that catches it
@@ -116,7 +119,7 @@ def require_releases() -> bool:
 def not_installed(control: Control) -> str | None:
     """The install command when what ``control`` needs is absent here (checked without importing
     it), else None."""
-    if control.library and importlib.util.find_spec(control.library[0]) is None:
+    if control.library and optional.missing(control.library[0]):  # (and what it needs: einops, triton)
         return control.library[1]
     if control.release:
         from harness.adapters import releases

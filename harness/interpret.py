@@ -52,9 +52,11 @@ import os
 import sys
 from types import ModuleType
 
+from harness import optional
+
 ENV = "TRITON_INTERPRET"
-#: the line a Triton target without triton installed is told (also docs/running.md's)
-INSTALL = "python -m pip install 'triton==3.9.0'"
+#: the line a Triton target without triton installed is told (also docs/running.md's): harness.optional's
+INSTALL = optional.install("triton")
 #: the block sizes of a Triton target that declares none (``HARNESS_TILES``)
 DEFAULT_TILES = (64,)
 #: the per-call limit of an interpreted target, as a multiple of ``--impl-timeout``

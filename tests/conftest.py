@@ -46,6 +46,34 @@ for _suite in sorted((_ROOT / "suites").rglob("test_*.py")):  # suites/<family>/
     importlib.import_module(".".join(_suite.relative_to(_ROOT).with_suffix("").parts))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "optional_libs(*modules): the test needs these optional libraries (import names of "
+        "harness.optional.LIBRARIES): skipped with the install command where one is missing, failed "
+        "instead where $HARNESS_REQUIRE_OPTIONAL (or the library's own $HARNESS_REQUIRE_*) is set (CI)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """``@pytest.mark.optional_libs(...)`` (on the test, its class, its module's ``pytestmark`` or a
+    ``pytest.param``): README command 1 installs none of harness.optional's libraries, so a test that
+    needs one skips there, naming the pinned install command; CI installs them all and sets
+    $HARNESS_REQUIRE_OPTIONAL, where a missing one fails (a check that skips proves nothing).
+    tests/test_optional_libs.py checks that every test needing one carries the mark."""
+    from harness import optional
+    modules = [m for mark in item.iter_markers("optional_libs") for m in mark.args]
+    unknown = sorted(set(modules) - set(optional.LIBRARIES))
+    if unknown:
+        pytest.fail(f"optional_libs({', '.join(unknown)}): not in harness.optional.LIBRARIES "
+                    f"({', '.join(optional.LIBRARIES)})", pytrace=False)
+    for module in dict.fromkeys(modules):
+        why = optional.missing(module)
+        if why and optional.required(module):
+            pytest.fail(f"required here (${optional.required(module)}): {why}", pytrace=False)
+        if why:
+            pytest.skip(why)
+
+
 @pytest.fixture
 def write(tmp_path):
     """Write a target file (``write(name, text, where=None)`` -> its path); forget the modules it

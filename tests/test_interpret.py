@@ -3,7 +3,6 @@ detection of an interpreted target, and the one-line load error without triton. 
 targets here are tiny files; ``test_planted_triton.py`` runs real kernels under the interpreter."""
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import pytest
@@ -44,10 +43,10 @@ def test_a_target_without_triton_is_not_interpreted():
     assert target.load_error is None and not target.info.interpreted
 
 
+@pytest.mark.optional_libs("triton")
 def test_triton_imported_by_something_else_does_not_make_a_target_interpreted(monkeypatch):
     """In one process (``--isolation none``, xdist workers) triton may already be imported by
     another target or a library: what counts is the target's own names (``uses_triton``)."""
-    pytest.importorskip("triton")
     import triton  # noqa: F401  (imported first, as an earlier in-process target would)
     monkeypatch.setenv(interpret.ENV, "1")
     target = load_target("reference", isolation="none")
@@ -68,7 +67,7 @@ def test_missing_triton_is_one_line_naming_the_install_command(tmp_path):
             target.close()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason=f"triton is not installed: {interpret.INSTALL}")
+@pytest.mark.optional_libs("triton")
 def test_a_triton_file_is_interpreted_on_cpu_with_a_longer_limit(tmp_path):
     path = tmp_path / "my_kernels.py"
     path.write_text("import triton\nHARNESS_TILES = (32,)\n")
@@ -95,7 +94,7 @@ def scaled(x, s):
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason=f"triton is not installed: {interpret.INSTALL}")
+@pytest.mark.optional_libs("triton")
 def test_an_interpreted_kernel_gets_a_float_argument_as_fp32_as_compiled_code_does(tmp_path):
     """Compiled, a Python float argument is an fp32 scalar (``mangle_type``); the bare interpreter
     passes it unrounded, which hid a float64 kernel's rounded ``scale``/``eps`` from every CPU run
@@ -173,7 +172,7 @@ def test_state_machines_and_gradcheck_follow_the_tier(monkeypatch):
     assert not interpret.gradcheck_fast(interpreted)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason=f"triton is not installed: {interpret.INSTALL}")
+@pytest.mark.optional_libs("triton")
 def test_compiled_triton_gets_a_first_call_compile_allowance(monkeypatch, tmp_path):
     """On a GPU each new configuration of a Triton kernel is JIT-compiled on its first call: the
     first H200 run saw first calls past the 20 s limit. A compiled Triton target gets

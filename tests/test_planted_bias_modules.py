@@ -77,10 +77,10 @@ def _repro(capsys, line: str, impl: str | None = None) -> tuple[int, str]:
     return status, capsys.readouterr().out
 
 
+@pytest.mark.optional_libs("x_transformers")
 def test_correct_modules_pass(pytester, tmp_path):
     """reference (no cache), the planted bases (a sliced bias buffer; a bucket cache), x-transformers'
     own modules (AlibiPositionalBias keeps a buffer) and Hugging Face's T5Attention pass."""
-    pytest.importorskip("harness.adapters.xtransformers_positions", exc_type=ImportError)
     pytest.importorskip("harness.adapters.hf_positions", exc_type=ImportError)
     report = tmp_path / "report"
     targets = ["reference", str(PLANTED / "_base.py"), "harness.adapters.xtransformers_positions",

@@ -149,34 +149,37 @@ def test_bottom_right_nan_rows_pass_gradcheck_with_l_greater_than_s():
 #: Hugging Face adapters as gradient controls: (suites, adapter, (property, reason) cells that are
 #: not a pass): names an adapter lacks are skipped; their float64 gradcheck is unsupported
 HF_GRAD = [
-    (["test_attention_grad.py", "test_dropout_grad.py"], "harness.adapters.hf_attention",
-     {"attention_grad.gradcheck": "unsupported"}),
-    (["test_attention_grad.py", "test_dropout_grad.py"], "harness.adapters.hf_bert_attention", {}),
-    (["test_norm_grad.py"], "harness.adapters.hf_llama_rmsnorm",
-     {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks", "norm_grad.residual_block": "lacks",
-      "norm_grad.gradcheck": "unsupported"}),
-    (["test_norm_grad.py"], "harness.adapters.hf_t5_layernorm",
-     {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks", "norm_grad.residual_block": "lacks",
-      "norm_grad.gradcheck": "unsupported"}),
-    (["test_norm_grad.py"], "harness.adapters.hf_gemma_rmsnorm",
-     {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks", "norm_grad.residual_block": "lacks",
-      "norm_grad.gradcheck": "unsupported"}),
-    (["test_position_grad.py"], "harness.adapters.hf_positions",
-     {"position_grad.embedding_sum": "lacks", "position_grad.gradcheck": "unsupported"}),
-    (["test_position_grad.py"], "harness.adapters.torchtune_positions",
-     {"position_grad.embedding_sum": "lacks", "position_grad.gradcheck": "unsupported"}),
-    (["test_position_grad.py"], "harness.adapters.xtransformers_positions", {"position_grad.gradcheck": "unsupported"}),
+    pytest.param(["test_attention_grad.py", "test_dropout_grad.py"], "harness.adapters.hf_attention",
+                 {"attention_grad.gradcheck": "unsupported"}, id="hf_attention"),
+    pytest.param(["test_attention_grad.py", "test_dropout_grad.py"], "harness.adapters.hf_bert_attention", {},
+                 id="hf_bert_attention"),
+    pytest.param(["test_norm_grad.py"], "harness.adapters.hf_llama_rmsnorm",
+                 {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks",
+                  "norm_grad.residual_block": "lacks", "norm_grad.gradcheck": "unsupported"}, id="hf_llama_rmsnorm"),
+    pytest.param(["test_norm_grad.py"], "harness.adapters.hf_t5_layernorm",
+                 {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks",
+                  "norm_grad.residual_block": "lacks", "norm_grad.gradcheck": "unsupported"}, id="hf_t5_layernorm"),
+    pytest.param(["test_norm_grad.py"], "harness.adapters.hf_gemma_rmsnorm",
+                 {"norm_grad.layernorm": "lacks", "norm_grad.shift_invariance": "lacks",
+                  "norm_grad.residual_block": "lacks", "norm_grad.gradcheck": "unsupported"}, id="hf_gemma_rmsnorm"),
+    pytest.param(["test_position_grad.py"], "harness.adapters.hf_positions",
+                 {"position_grad.embedding_sum": "lacks", "position_grad.gradcheck": "unsupported"}, id="hf_positions"),
+    # optional libraries (README command 1 installs neither: skipped there, required in CI)
+    pytest.param(["test_position_grad.py"], "harness.adapters.torchtune_positions",
+                 {"position_grad.embedding_sum": "lacks", "position_grad.gradcheck": "unsupported"},
+                 id="torchtune_positions", marks=pytest.mark.optional_libs("torchtune")),
+    pytest.param(["test_position_grad.py"], "harness.adapters.xtransformers_positions",
+                 {"position_grad.gradcheck": "unsupported"},
+                 id="xtransformers_positions", marks=pytest.mark.optional_libs("x_transformers")),
 ]
 
 
-@pytest.mark.parametrize("suites,adapter,cells", HF_GRAD, ids=[a.rsplit(".", 1)[1] for _, a, _ in HF_GRAD])
+@pytest.mark.parametrize("suites,adapter,cells", HF_GRAD)
 def test_library_adapters_pass_the_gradient_suites(pytester, tmp_path, suites, adapter, cells):
     """The libraries' own backwards (autograd through HF eager attention, HF norms, the RoPE of
     transformers, torchtune and x-transformers), held to the protocol by the adapters, pass every
     gradient property with conventions only."""
     pytest.importorskip("transformers")
-    if "torchtune" in adapter or "xtransformers" in adapter:
-        pytest.importorskip(adapter, exc_type=ImportError)
     report = tmp_path / "report"
     result = run_suite(pytester, suites, [adapter], None, "--conformance-report", str(report))
     got = conformance(report)

@@ -150,9 +150,9 @@ def test_correct_targets_pass_everything(pytester, tmp_path):
     assert cells[("learned_positions.lookup", hf)].startswith("skipped")
 
 
+@pytest.mark.optional_libs("x_transformers")
 def test_xtransformers_adapter_passes(pytester, tmp_path):
     """x-transformers (RoPE interleaved, concatenated sinusoids, ALiBi, T5 buckets, learned table)."""
-    pytest.importorskip("harness.adapters.xtransformers_positions", exc_type=ImportError)
     report, target = tmp_path / "report", "harness.adapters.xtransformers_positions"
     suites = POSITION_SUITES + ["test_rope_module.py"]  # its stateful RotaryEmbedding too
     result = run_suite(pytester, suites, [target], None, "--conformance-report", str(report))
@@ -164,9 +164,9 @@ def test_xtransformers_adapter_passes(pytester, tmp_path):
     assert cells[("rope_module.call_sequences", target)] == "convention:interleaved"
 
 
+@pytest.mark.optional_libs("torchtune")
 def test_torchtune_adapter_passes(pytester, tmp_path):
     """torchtune's RotaryPositionalEmbeddings (interleaved); torchtune has no other position names."""
-    pytest.importorskip("harness.adapters.torchtune_positions", exc_type=ImportError)
     report, target = tmp_path / "report", "harness.adapters.torchtune_positions"
     result = run_suite(pytester, ["test_rope.py"], [target], None, "--conformance-report", str(report))
     result.assert_outcomes(passed=n_tests(["test_rope.py"]))

@@ -110,9 +110,9 @@ def test_fixed_release_passes(pytester, tmp_path, version):
     assert conformance(report)[(PROPERTY, str(target))] == "convention:interleaved"
 
 
+@pytest.mark.optional_libs("torchtune")
 def test_torchtune_module_passes(pytester, tmp_path):
     """torchtune's RotaryPositionalEmbeddings, one instance with its construction-time cache."""
-    pytest.importorskip("harness.adapters.torchtune_positions", exc_type=ImportError)
     report, target = tmp_path / "report", "harness.adapters.torchtune_positions"
     result = run_suite(pytester, [SUITE], [target], None, "--conformance-report", str(report))
     result.assert_outcomes(passed=1)

@@ -11,11 +11,11 @@ Every target in ``tests/planted/triton/`` is a reference Triton kernel with one 
 ``--impl file.py`` on a CPU device, no flag, so the harness's worker sets ``TRITON_INTERPRET=1``
 before the import. Each case runs ONE suite test in-process (``-k``) under the derandomized ci
 profile. Without triton installed these skip with the install command, except under
-``$HARNESS_REQUIRE_TRITON`` (CI installs it: a check it skips proves nothing).
+``$HARNESS_REQUIRE_TRITON`` or ``$HARNESS_REQUIRE_OPTIONAL`` (CI installs it: a check it skips proves
+nothing); the liger tests need liger-kernel as well (``optional_libs``, tests/conftest.py).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -23,15 +23,11 @@ import pytest
 from planted_support import assert_caught, run_suite
 from triton_tiers import TIERS, full_tier_only, use_tier
 
-from harness.interpret import INSTALL
-
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted" / "triton"
 
-if importlib.util.find_spec("triton") is None:
-    if os.environ.get("HARNESS_REQUIRE_TRITON"):
-        raise RuntimeError(f"triton is required here ($HARNESS_REQUIRE_TRITON): {INSTALL}")
-    pytestmark = pytest.mark.skip(reason=f"triton is not installed: {INSTALL}")
+pytestmark = pytest.mark.optional_libs("triton")
+NEEDS_LIGER = pytest.mark.optional_libs("liger_kernel")
 
 #: (planted target, suite file, the one suite test that must fail for it, what the failure says)
 BUGS = [
@@ -83,17 +79,12 @@ def test_correct_triton_kernel_passes(pytester, monkeypatch, module, suites, k):
 
 @full_tier_only("~80 s of CPU (CI runs liger's kernel through every suite in Hugging Face's layout: "
                 "tests/test_triton_suites.py)")
+@NEEDS_LIGER
 def test_liger_rope_adapter_passes_under_the_interpreter(pytester, monkeypatch):
     """liger-kernel 0.8.5's Triton RoPE (``harness.adapters.liger_positions``) runs interpreted
     and passes the RoPE agreement and its backward on the ci profile's draws, with its convention
     named (its L = 1 bug: the next test)."""
     use_tier(monkeypatch, "full")
-    why = None if importlib.util.find_spec("liger_kernel") else \
-        "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
-    if why and os.environ.get("HARNESS_REQUIRE_TRITON"):
-        pytest.fail(f"required here ($HARNESS_REQUIRE_TRITON): {why}")
-    if why:
-        pytest.skip(why)
     result = run_suite(pytester, ["test_rope.py", "test_position_grad.py"], ["harness.adapters.liger_positions"],
                        "test_agreement or test_rope_dx")
     out = result.stdout.str()
@@ -101,19 +92,12 @@ def test_liger_rope_adapter_passes_under_the_interpreter(pytester, monkeypatch):
     result.assert_outcomes(passed=2)
 
 
-def _need_liger():
-    if importlib.util.find_spec("liger_kernel") is None:
-        if os.environ.get("HARNESS_REQUIRE_TRITON"):
-            pytest.fail("required here ($HARNESS_REQUIRE_TRITON): pip install --no-deps liger-kernel==0.8.5")
-        pytest.skip("liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5")
-
-
+@NEEDS_LIGER
 def test_liger_rope_decode_step_bug_is_caught(capsys):
     """A real bug of liger-kernel 0.8.5, found by the false-alarm sweep (so liger is a known-buggy
     release in ``harness.controls``, not a control): on a contiguous (B, H, 1, D) q, batch items
     past the first are rotated wrong (the kernel's row stride is read from a size-1 dim's view:
     the next test). The sweep's shrunk configuration, replayed: rope.agreement names it."""
-    _need_liger()
     from harness.cli import main as cli
     config = ('{"type":"RopeConfig","batch":2,"heads":2,"L":1,"D":4,"dtype":"float32","base":10000.0,'
               '"offset":7,"spread":0,"per_batch":false,"shift":0,"seed":1}')
@@ -151,6 +135,7 @@ print(json.dumps(out))
 """
 
 
+@NEEDS_LIGER
 def test_liger_rope_decode_bug_is_the_row_stride_of_a_size_1_dim():
     """The cause, pinned in liger 0.8.5's source (``liger_kernel/ops/rope.py``; 0.8.5 is the newest
     release on PyPI, 2026-12-03): ``rope_forward`` takes ``q.transpose(1, 2)`` (B, L, H, D), calls
@@ -162,7 +147,6 @@ def test_liger_rope_decode_bug_is_the_row_stride_of_a_size_1_dim():
     wrong heads. Hugging Face's decode step passes q as a view of its (B, 1, H, D) projection,
     whose row stride is H * D: that call is right. The backward (``rope_backward``) indexes the
     same way. Not the interpreter's doing: the stride is computed on the host before the launch."""
-    _need_liger()
     import json
     import subprocess
     import sys

@@ -71,6 +71,7 @@ def ret_release() -> str:
 
 # ---- a library class imported under a protocol name ----------------------------------------------
 
+@pytest.mark.optional_libs("x_transformers")  # (README command 1 installs none: skipped there)
 def test_imported_library_class_is_ignored_and_named(write):
     path = write("xt_rope.py", user_rope("from x_transformers.x_transformers import RotaryEmbedding\n"
                                          "from torch.nn import LayerNorm"))
@@ -83,6 +84,7 @@ def test_imported_library_class_is_ignored_and_named(write):
     assert callable(target.lookup(ROPE))
 
 
+@pytest.mark.optional_libs("x_transformers")
 def test_listed_in_all_it_is_tested(write):
     path = write("xt_rope_all.py", user_rope("from x_transformers.x_transformers import RotaryEmbedding",
                                              "__all__ = ['RotaryEmbedding', 'apply_rotary_embedding']"))

@@ -21,15 +21,14 @@ Two tiers (``harness.interpret``'s ``$HARNESS_INTERPRET_TIER``):
   ``2T + 1``, 16 heads, full gradcheck, the profile's state machine sequences capped like the
   checks) with ``FULL_CHECKS`` checks per property: 25 min with ``-n 2`` on the busy machine.
 
-The planted Triton bugs are caught in CI by ``tests/test_planted_triton.py``. Without triton these
-skip with the install command, except under ``$HARNESS_REQUIRE_TRITON``. The parts below are split
-so that ``-n 2`` spreads them.
+The planted Triton bugs are caught in CI by ``tests/test_planted_triton.py``. Without triton (and
+liger-kernel, for its part) these skip with the install command, except under
+``$HARNESS_REQUIRE_TRITON`` or ``$HARNESS_REQUIRE_OPTIONAL`` (``optional_libs``, tests/conftest.py).
+The parts below are split so that ``-n 2`` spreads them.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 
 import pytest
 from planted_support import SUITES, run_suite
@@ -37,15 +36,12 @@ from planted_support import SUITES, run_suite
 from triton_tiers import opted_in, use_tier
 
 from harness import sweep_table
-from harness.interpret import HEADER, INSTALL
+from harness.interpret import HEADER
 
 #: the deeper tier is opt-in ($HARNESS_TRITON_SUITES=1): 25 min with -n 2 at load 10
 TIER = "full" if opted_in() else "smoke"
 
-if importlib.util.find_spec("triton") is None:
-    if os.environ.get("HARNESS_REQUIRE_TRITON"):
-        raise RuntimeError(f"triton is required here ($HARNESS_REQUIRE_TRITON): {INSTALL}")
-    pytestmark = pytest.mark.skip(reason=f"triton is not installed: {INSTALL}")
+pytestmark = pytest.mark.optional_libs("triton")
 
 #: checks per property in the full tier (``$HARNESS_INTERPRET_CHECKS``), the explicit tile-boundary
 #: examples first; ``python -m harness sweep`` runs these kernels on the interpreter's own profile
@@ -60,7 +56,8 @@ PARTS = [
     ("reference.triton.rope", None, {"rope", "rope_module", "position_grad", "history"}),
     ("reference.triton.rope_interleaved", None, {"rope", "rope_module", "position_grad", "history"}),
     # liger-kernel's Triton RoPE as Hugging Face calls it (its other layout is a known bug, not run here)
-    ("harness.adapters.liger_positions_hf_layout", None, {"rope", "position_grad", "history"}),
+    pytest.param("harness.adapters.liger_positions_hf_layout", None, {"rope", "position_grad", "history"},
+                 marks=pytest.mark.optional_libs("liger_kernel")),
 ]
 
 #: why a cell may not have run: the module does not provide the suite's name, it declares the
@@ -88,7 +85,7 @@ class CheckedCounts:
 
 
 def _ids(part) -> str:
-    module, k, _ = part
+    module, k, _ = getattr(part, "values", part)  # (a pytest.param's values)
     return module.rsplit(".", 1)[1] + (f"[{k}]" if k else "")
 
 
@@ -96,10 +93,6 @@ def _ids(part) -> str:
 def test_triton_kernel_passes_every_applicable_suite(pytester, tmp_path, monkeypatch, module, k, families):
     """One part, in the tier this run selects (smoke in CI; ``$HARNESS_TRITON_SUITES=1``: full)."""
     use_tier(monkeypatch, TIER, None if TIER == "smoke" else FULL_CHECKS)
-    if module.startswith("harness.adapters.liger") and importlib.util.find_spec("liger_kernel") is None:
-        why = "liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5"
-        pytest.fail(f"required here ($HARNESS_REQUIRE_TRITON): {why}") if os.environ.get(
-            "HARNESS_REQUIRE_TRITON") else pytest.skip(why)
     report = tmp_path / "report"
     counts = CheckedCounts()
     result = run_suite(pytester, [SUITES], [module], k, "--ignore", str(SUITES / "benchmarks"),

@@ -21,7 +21,6 @@ several blocks (``test_fit_lengths_cross_every_tile``, ``test_the_regimes_run_ev
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -30,13 +29,14 @@ import sys
 import pytest
 import torch
 
-from harness import interpret
+from harness import interpret, optional
 
-if importlib.util.find_spec("triton") is None:
-    pytest.skip(f"triton is not installed: {interpret.INSTALL}", allow_module_level=True)
+#: without triton every test skips with the install command, or fails under $HARNESS_REQUIRE_TRITON
+pytestmark = pytest.mark.optional_libs("triton")
 
-from harness.reference.triton import flash_attention as fa  # noqa: E402
-from harness.reference.triton import kvcache  # noqa: E402
+if not optional.missing("triton"):  # (collected either way; the mark decides)
+    from harness.reference.triton import flash_attention as fa
+    from harness.reference.triton import kvcache
 
 DIMS = (16, 32, 64, 128, 256)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
