@@ -79,6 +79,7 @@ echo "--- the user's own packages are theirs"
 python -m pytest suites -q -p no:cacheprovider > "$work/own.log" 2>&1 || { cat "$work/own.log"; fail "the user's own 'pytest suites' failed"; }
 grep -q "1 passed" "$work/own.log" || fail "the user's own 'pytest suites' did not run its test"
 if grep -qE "^harness |^target " "$work/own.log"; then cat "$work/own.log"; fail "the user's own pytest run got a harness session"; fi
-python -c "import suites, reports, reference; assert reports.OWNER == reference.OWNER == 'user'; assert 'harness' not in suites.__file__"
+python -c "import os, suites, reports, reference; assert reports.OWNER == reference.OWNER == 'user'; assert suites.__file__.startswith(os.getcwd())" \
+  || fail "python in the user's folder does not import the user's own suites, reports, reference"
 python -m harness docs ci > /dev/null || fail "python -m harness docs ci"
 echo "user_repo: ok (the wheel's one top-level package; the workflow's steps; xfails; repro; the user's own names untouched)"
