@@ -7,7 +7,9 @@ any callable a suite passes), ``harness.worker`` next to the target's objects an
 - an exception becomes an ``ImplementationError`` that names the function and the input shapes,
   so Hypothesis shrinks it like any other failure;
 - a call that runs past the per-call time limit is interrupted (SIGALRM in the main thread;
-  elsewhere it is detected when it returns; a worker's whole process group is killed);
+  elsewhere it is detected when it returns; a worker's whole process group is killed), unless it
+  keeps computing: a busy machine's slow call is reported slow, not failed, up to a ceiling of CPU
+  time (``harness.progress`` judges it; a name's first call that imports gets the import allowance);
 - tensors passed in are fingerprinted and must come back unmodified (except the arguments
   ``MUTABLE`` names: the KV caches ``attention_with_kvcache`` writes into, which may not be
   resized); an output of a ``NO_ALIAS`` name must not share an input's memory (``Inputs``);
@@ -16,6 +18,7 @@ any callable a suite passes), ``harness.worker`` next to the target's objects an
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness import protocol
+from harness import options, progress, protocol
 from harness.handles import Remote
 
 #: seconds one call into the target may take (``--impl-timeout``), unless the target is given another
@@ -41,6 +44,18 @@ class CallLimit:
     #: key (a function's id here, a name in a worker) -> (what keeps the key valid: the function,
     #: kept alive so its id stays unique; the arguments it hung with, for the message)
     hung: dict[Any, tuple[Any, str]] = field(default_factory=dict)
+    #: the CPU seconds a name's first call may spend when it imports modules (``harness.progress``),
+    #: in-process: the default import limit (a worker's first calls get its ``--import-timeout``)
+    first_allowance: float = options.IMPORT_TIMEOUT_S
+    #: the names called so far (in the current worker: cleared when one starts)
+    called: set = field(default_factory=set)
+
+    def first_call(self, name: str) -> bool:
+        """Whether this is ``name``'s first call (here, or in the current worker); noted."""
+        if name in self.called:
+            return False
+        self.called.add(name)
+        return True
 
     def refuse_if_hung(self, key: Any, name: str) -> None:
         """Raise ``ImplementationError`` when the function ``key`` already ran past the limit."""
@@ -53,9 +68,11 @@ class CallLimit:
         """The function ``key`` (``keep`` keeps its key valid) ran past the limit with ``shown``."""
         self.hung[key] = (keep, shown)
 
-    def over_limit(self, what: str) -> str:
-        """The message of a call ``what`` that did not return within the limit."""
-        return f"{what} did not return within the per-call limit of {self.seconds:g} s (--impl-timeout)"
+    def over_limit(self, what: str, why: str = "") -> str:
+        """The message of a call ``what`` that did not return within the limit (``why``: how
+        ``harness.progress`` judged it)."""
+        return f"{what} did not return within the per-call limit of {self.seconds:g} s (--impl-timeout)" + \
+            (f": {why}" if why else "")
 
 
 class ImplementationError(AssertionError):
@@ -75,10 +92,6 @@ def describe_args(args: tuple, kwargs: dict) -> str:
         return repr(v)
     parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
     return ", ".join(parts)
-
-
-def _raise_timeout(signum, frame):  # noqa: ARG001
-    raise CallTimeout()
 
 
 #: protocol names whose output must be new memory, never a view of an input (derived from the
@@ -180,16 +193,44 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     inputs = Inputs(name, args, kwargs)
     shown = describe_args(args, kwargs)
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    start = time.perf_counter()
+    clock = progress.Clock(seconds, allowance=limit.first_allowance if limit.first_call(name) else 0.0,
+                           imports=lambda: len(sys.modules))
+    clock.watch(time.process_time)  # (this process's CPU time: the call runs here)
     old_handler = None
+    armed = [use_alarm]  # the alarm is ours until ``disarm``: a late handler neither raises nor re-arms
+    restored = [not use_alarm]
+
+    def look(signum, frame):  # noqa: ARG001 - SIGALRM: before the limit, at it, then every POLL_S
+        if not armed[0]:
+            return  # (delivered while the call was being disarmed)
+        why = clock.look()
+        if why is not None:
+            armed[0] = False
+            raise CallTimeout(why)
+        signal.setitimer(signal.ITIMER_REAL, clock.next_look())
+
+    def disarm() -> None:
+        # Idempotent. The flag goes first: a handler pending at this point returns at once instead
+        # of re-arming the timer, which would fire after SIGALRM's default action is restored and
+        # kill the process (pytest's, or an xdist worker: "node down").
+        armed[0] = False
+        if not restored[0]:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_handler)
+            restored[0] = True
+
     if use_alarm:
-        old_handler = signal.signal(signal.SIGALRM, _raise_timeout)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        old_handler = signal.signal(signal.SIGALRM, look)
+        signal.setitimer(signal.ITIMER_REAL, clock.next_look())
     try:
-        result = fn(*args, **kwargs)
-    except CallTimeout:
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            disarm()
+    except CallTimeout as stop:
+        disarm()  # (again: the timeout may have come in the finally, before it was done)
         limit.record_hung(id(fn), fn, shown)
-        raise ImplementationError(limit.over_limit(f"{name}({shown})")) from None
+        raise ImplementationError(limit.over_limit(f"{name}({shown})", stop.args[0])) from None
     except ImplementationError:
         raise
     except KeyboardInterrupt:
@@ -197,14 +238,14 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     except BaseException as exc:  # noqa: BLE001 - sys.exit() in a target must not end the session
         raise ImplementationError(
             f"{name}({shown}) raised {type(exc).__name__}: {exc}") from exc
-    finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old_handler)
-    elapsed = time.perf_counter() - start
-    if elapsed > seconds:
-        raise ImplementationError(
-            f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {seconds:g} s")
+    elapsed = clock.elapsed()
+    if elapsed > seconds:  # (judged when it returns where no alarm could: not the main thread)
+        why = None if clock.slow else clock.look()
+        if why is not None:
+            raise ImplementationError(
+                f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {seconds:g} s"
+                + (f": {why}" if why else ""))
+        clock.report_slow(f"{name}({shown})", "--impl-timeout")
     broken = inputs.violation(result)
     if broken:
         raise ImplementationError(f"{name}({shown}) {broken}")

@@ -111,3 +111,15 @@ def named(obj: Any, name: str) -> Any:
     """A handle called ``name`` in messages (and in the per-call limit's "not called again"
     rule); anything that is not a handle is returned as it is."""
     return _renamed(obj, name) if isinstance(obj, Remote) else obj
+
+
+def materialize(worker: Any, value: Any, what: str) -> Any:
+    """A worker's reply value with each ``wire.Ref`` in it (in tuples, lists, dicts) made a
+    ``Remote`` of ``worker``, named after the call ``what`` that returned it."""
+    if isinstance(value, wire.Ref):
+        return Remote(worker, value, what.split("(")[0])
+    if type(value) in (tuple, list):
+        return type(value)(materialize(worker, v, what) for v in value)
+    if type(value) is dict:
+        return {k: materialize(worker, v, what) for k, v in value.items()}
+    return value

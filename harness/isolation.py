@@ -5,9 +5,10 @@ One persistent worker per target, forked from a forkserver that was itself start
 starts in tens of milliseconds instead of seconds. The harness never imports the target;
 references, the tolerance policy and every comparison stay in this process.
 
-- A call that does not return within the per-call limit gets the worker's whole process group
-  SIGKILLed (whatever the target does with signals, threads or retry loops); the call fails with
-  "did not return within the per-call limit", and the next call starts a fresh worker.
+- A call that does not return within the per-call limit, unless it keeps computing (then it is
+  slow, not hung, up to a ceiling of CPU time: ``harness.progress``), gets the worker's process
+  group SIGKILLed (whatever the target does with signals, threads or retry loops); the call fails
+  with "did not return within the per-call limit", and the next call starts a fresh worker.
 - A call that kills the worker (a signal, ``os._exit``, a segfault, an OOM kill) fails with
   "the worker process died with SIGSEGV during name(args)" and the last output it printed.
 - The import runs in the worker under ``import_timeout``.
@@ -26,12 +27,11 @@ import os
 import select
 import signal
 import sys
-import time
 
 import torch
 
-from harness import configs, guard, options, wire, worker
-from harness.handles import Remote, _renamed
+from harness import configs, guard, options, progress, wire, worker
+from harness.handles import Remote, _renamed, materialize
 from harness.interpret import INSTALL, limit_factor
 from harness.pending import Pending
 from harness.target_import import BrokenTarget, Missing, TargetInfo
@@ -156,11 +156,12 @@ class WorkerBackend:
     def _spawn(self) -> None:
         self.generation += 1
         self.garbage.clear()
-        if self.output_path is None:
-            self.output_path = worker.scratch_file()
+        self.limit.called.clear()  # (a name's first call in this worker gets the import allowance)
+        self.output_path = self.output_path or worker.scratch_file()
+        self.imports = _ctx().RawValue("q", 0)  # the modules the worker imported (``progress.Clock``)
         parent, child = _ctx().Pipe()
         self.process = _ctx().Process(target=worker.main, name=f"harness-worker:{self.spec}",
-                                      args=(child, self.generation, self.threads, self.output_path))
+                                      args=(child, self.generation, self.threads, self.output_path, self.imports))
         with _main_hidden():
             self.process.start()
         child.close()
@@ -248,8 +249,9 @@ class WorkerBackend:
             if "per-call limit" in str(exc):
                 self.limit.record_hung(name, name, shown)
 
+        finish = (lambda reply: guard.write_back(reply, args, kwargs)) if guard.writes_into(name) else None
         flight = self.send(("call", remote._callee, name, args, kwargs, self._ctx()), f"{name}({shown})", lost=lost,
-                           finish=(lambda reply: guard.write_back(reply, args, kwargs)) if guard.writes_into(name) else None)
+                           first=self.limit.first_call(name), finish=finish)
         return flight.result() if wait else flight
 
     def apply(self, fn, args: tuple, kwargs: dict, what: str, wait: bool = True):
@@ -274,20 +276,22 @@ class WorkerBackend:
         return self.send(msg, what, timeout=timeout, kinds=kinds, harness_code=harness_code,
                          limit_name=limit_name).result()
 
-    def send(self, msg: tuple, what: str, *, timeout: float | None = None, kinds: bool = False,
+    def send(self, msg: tuple, what: str, *, timeout: float | None = None, kinds: bool = False, first: bool = False,
              harness_code: bool = False, limit_name: str = "--impl-timeout", finish=None, lost=None) -> Pending:
         """Send one request; the returned ``Pending`` reads its reply (``finish(reply)``; ``lost(exc)``
-        sees a ``WorkerLost``), at the latest before the next request is sent (one in flight)."""
+        sees a ``WorkerLost``), at the latest before the next request is sent (one in flight).
+        ``first``: a name's first call in this worker (``progress.Clock``'s import allowance)."""
         if self.in_flight is not None:
             self.in_flight.settle()
         if not self.alive():
             if self.generation == 0 or self.info is None:
                 raise guard.ImplementationError(f"the worker of {self.spec!r} is not running")
             self._restart()
-        limit = self.timeout if timeout is None else timeout
         release, self.garbage = self.garbage, []
         payload, gens = wire.dumps((msg[0], release, *msg[1:]))
-        start, conn = time.monotonic(), self.conn
+        conn = self.conn
+        clock = progress.Clock(self.timeout if timeout is None else timeout, imports=lambda v=self.imports: v.value,
+                               allowance=self.import_timeout if first else 0.0)
         try:
             wire.send(conn, payload)
             sent = True
@@ -301,7 +305,7 @@ class WorkerBackend:
                 if self.conn is not conn:  # (closed before the reply was read)
                     raise WorkerLost(f"the worker of {self.spec!r} was stopped before {what} returned")
                 try:
-                    data = self._receive(limit, start, what, limit_name) if sent else None
+                    data = self._receive(clock, what, limit_name) if sent else None
                 except (BrokenPipeError, EOFError, ConnectionResetError):
                     data = None
                 if data is None:
@@ -318,19 +322,22 @@ class WorkerBackend:
             flight.settle()
         return flight
 
-    def _receive(self, limit: float, start: float, what: str, limit_name: str) -> wire.Message | None:
+    def _receive(self, clock: progress.Clock, what: str, limit_name: str) -> wire.Message | None:
         if wire.spin(self.conn):  # most replies come within it: no sleep and wake-up
             return wire.receive(self.conn)
+        clock.watch(lambda pid=self.process.pid: progress.process_cpu(pid))
         while True:
-            remaining = limit - (time.monotonic() - start)
-            if remaining <= 0:
-                self._lost(what, limit, limit_name)
-            if self.conn.poll(min(remaining, 0.25)):
-                return wire.receive(self.conn)
+            why = clock.look()  # (None: under the limit, or computing past it)
+            if why is not None:
+                self._lost(what, clock.limit, limit_name, why)
+            if self.conn.poll(min(clock.next_look(), progress.POLL_S)):
+                data = wire.receive(self.conn)
+                clock.report_slow(what, limit_name)
+                return data
             if not self.alive() and not self.conn.poll(0):
                 return None
 
-    def _lost(self, what: str, limit: float | None, limit_name: str):
+    def _lost(self, what: str, limit: float | None, limit_name: str, why: str = ""):
         output = ""
         if self.output_path and os.path.exists(self.output_path):
             with open(self.output_path, "rb") as f:
@@ -338,7 +345,7 @@ class WorkerBackend:
         if limit is not None:
             self.kill()
             cause = (f"{what} did not return within the per-call limit of {limit:g} s "
-                     f"({limit_name}); its worker process was killed")
+                     f"({limit_name}); its worker process was killed" + (f": {why}" if why else ""))
         else:
             self.process.join(timeout=5)
             code = self.process.exitcode
@@ -356,7 +363,7 @@ class WorkerBackend:
         if kind == "ok":
             for g, state in zip(gens, reply[3]):
                 g.set_state(state)
-            value = self._materialize(reply[1], what) if reply[4] else reply[1]  # (no Ref in it: as it is)
+            value = materialize(self, reply[1], what) if reply[4] else reply[1]  # (no Ref in it: as it is)
             return ("ok", value) if kinds else value
         if kind in ("missing", "broken") and kinds:
             return kind, reply[1]
@@ -383,15 +390,6 @@ class WorkerBackend:
                 f"(at most {OUTPUT_BUDGET:,} are shown per test)]") if self.withheld else ""
         self.forwarded = self.withheld = 0
         return line
-
-    def _materialize(self, value, what: str):
-        if isinstance(value, wire.Ref):
-            return Remote(self, value, what.split("(")[0])
-        if type(value) in (tuple, list):
-            return type(value)(self._materialize(v, what) for v in value)
-        if type(value) is dict:
-            return {k: self._materialize(v, what) for k, v in value.items()}
-        return value
 
 
 @atexit.register

@@ -169,8 +169,12 @@ class TargetServer:
         if ctx.get("seed") is not None:
             target_ops.manual_seed(ctx["seed"])
         inputs = guard.Inputs(rules, args, kwargs) if rules is not None else None
-        with torch.set_grad_enabled(ctx.get("grad", True)):
-            result = fn(*args, **kwargs)
+        _imports.on = _imports.counter is not None  # (the imports of the call itself are counted)
+        try:
+            with torch.set_grad_enabled(ctx.get("grad", True)):
+                result = fn(*args, **kwargs)
+        finally:
+            _imports.on = False
         if inputs is None:
             return result
         broken = inputs.violation(result)
@@ -281,10 +285,29 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def main(conn, generation: int, threads: int | None, output_path: str) -> None:
-    """Entry point of the worker process."""
+class _ImportCounter:
+    """First on ``sys.meta_path``: counts each module import begun while a call runs (``on``) into
+    a shared counter the harness reads (``harness.progress``: a name's first call that imports
+    modules gets the import allowance); finds nothing itself."""
+
+    def __init__(self, counter):
+        self.counter, self.on = counter, False
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ARG002
+        if self.on:
+            self.counter.value += 1
+
+
+_imports = _ImportCounter(None)  # (``main`` gives it the harness's counter)
+
+
+def main(conn, generation: int, threads: int | None, output_path: str, imports=None) -> None:
+    """Entry point of the worker process (``imports``: a shared counter of the modules it imports)."""
     os.setpgrp()  # its own process group: a kill reaches whatever the target started
     _die_with_parent()
+    if imports is not None:
+        _imports.counter = imports
+        sys.meta_path.insert(0, _imports)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     if threads:
         torch.set_num_threads(threads)
