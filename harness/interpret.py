@@ -148,6 +148,50 @@ def compiled_scalars() -> bool:
     return True
 
 
+def check_interpreter() -> tuple[tuple[str, ...], dict[str, str]]:
+    """At an interpreted target's start, in its process: the exact fixes of
+    ``harness.interpreter_fixes`` put into Triton's interpreter, then ``harness.interpreter_probe``'s
+    verdict on it (cached per triton version): (the fixes in place, dtype -> why its configurations
+    are unsupported here). Never raises."""
+    from harness import interpreter_fixes, interpreter_probe
+    try:
+        fixes = interpreter_fixes.apply()
+    except Exception:  # noqa: BLE001 - a triton these fixes do not fit: the probe says what is wrong
+        fixes = ()
+    return fixes, interpreter_probe.check_interpreter(fixes)
+
+
+def interpreter_line(info) -> str:
+    """The report header's line on Triton's interpreter for an interpreted target: the fixes in
+    place and the dtypes it cannot be checked in here (``check_interpreter``)."""
+    fixes = ", ".join(info.interpreter_fixes) or "none"
+    wrong = info.interpreter_unsupported
+    verdict = ("every probed operation right" if not wrong else
+               "; ".join(f"{dtype} unsupported ({why})" for dtype, why in wrong.items()))
+    return f"Triton's interpreter (fixes: {fixes}): {verdict}"
+
+
+def interpreter_gap(exc: BaseException) -> str | None:
+    """Why a call failed where the interpreter, not the kernel, lacks something: the interpreter's
+    ``InterpreterError`` around a ``NotImplementedError`` (``extern_elementwise not supported in
+    interpreter mode``, ``inline_asm ...``, a libdevice function ``harness.interpreter_fixes`` has
+    no numpy for), as the reason ``interpreter: ... under triton X.Y`` (``runner.run`` reports the
+    configuration unsupported); None otherwise. ``exc``: the call's ``ImplementationError``, its
+    cause the interpreter's error (here) or its stand-in from the worker (``TargetRaised``)."""
+    import re
+    cause = exc.__cause__
+    name = getattr(cause, "type_name", None) or type(cause).__name__
+    if cause is None or name != "InterpreterError":
+        return None
+    text = str(getattr(cause, "message", None) or cause).strip()
+    found = re.match(r"NotImplementedError\((['\"])(.*)\1\)$", text, re.S)
+    if not found:
+        return None
+    from harness.interpreter_fixes import GAP, short_version
+    what = " ".join(found.group(2).split()).removeprefix(GAP).strip()
+    return f"interpreter: {what[:160]} under triton {short_version()}"
+
+
 def jit_compiled(module) -> bool:
     """After the import: the target's Triton kernels are compiled (not interpreted): a GPU run."""
     return os.environ.get(ENV) != "1" and "triton" in sys.modules and uses_triton(module)

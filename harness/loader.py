@@ -129,12 +129,16 @@ class Target:
         return self.declared_out(cfg) is None
 
     def declared_out(self, cfg: Any) -> str | None:
-        """Why the target's declarations rule ``cfg`` out (``declared: ...``), or None when they do not."""
+        """Why the target's declarations rule ``cfg`` out (``declared: ...``), or, interpreted, Triton's
+        interpreter computes its dtype wrong (``interpreter: ...``, ``harness.interpreter_probe``);
+        None when neither."""
         dtype = getattr(cfg, "dtype", None)
         if dtype is not None and self.dtypes is not None and dtype not in self.dtypes:
             return f"declared: HARNESS_DTYPES = {tuple(self.dtypes)!r} (this property draws other dtypes)"
         if dtype in self.info.unsupported:
             return f"declared: {dtype} is in HARNESS_UNSUPPORTED"
+        if dtype in self.info.interpreter_unsupported:  # ``interpreter: ... wrong in <dtype> under triton X.Y``
+            return self.info.interpreter_unsupported[dtype]
         names = sorted(name for name, allowed in (self.sizes or {}).items()
                        if isinstance(getattr(cfg, name, None), int) and getattr(cfg, name) not in allowed)
         return f"declared: HARNESS_SIZES limits {', '.join(names)}" if names else None

@@ -54,6 +54,7 @@ class Outcome:
         if not n:
             return None
         why = self.unsupported_summary()
-        kind = "NotImplementedError" if why.startswith("undeclared") else "declared"
+        kind = ("NotImplementedError" if why.startswith("undeclared") else
+                "interpreter" if why.startswith("interpreter") else "declared")
         count = f"{n} of {n + self.checked} configs unsupported"
         return f"{count} ({kind})", f"{count} ({why})"

@@ -183,9 +183,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                              f"(lengths fitted to them), {interpret.tier()} tier, at most {interpret.budget()} "
                              f"checks per property, "
                              f"per-call limit {t.limit.seconds:g} s")
+                lines.append(f"  {interpret.interpreter_line(t.info)}")
             elif t.info.jit:
                 lines.append(f"  compiled Triton (each configuration JIT-compiled on its first call): "
                              f"per-call limit {t.limit.seconds:g} s")
+                lines.append(f"  {interpret.interpreter_line(t.info)}")
             if t.dtypes:
                 lines.append(f"  declared dtypes: {', '.join(t.dtypes)}")
             if t.sizes:

@@ -119,8 +119,8 @@ GIVE_UP_AFTER = 30
 
 
 def _reject(target: Target, reason: str, cfg: Config) -> None:
-    """Pass over this configuration as unsupported (``reason`` starts with ``declared:`` or
-    ``undeclared:``), or the whole property once ``GIVE_UP_AFTER`` were and none was checked.
+    """Pass over this configuration as unsupported (``reason`` starts with ``declared:``,
+    ``undeclared:`` or ``interpreter:``), or the whole property once ``GIVE_UP_AFTER`` were and none was checked.
     Recorded in ``target.outcome`` (the running test's, reset by the plug-in before each test)."""
     outcome = target.outcome
     outcome.unsupported.append((reason, str(cfg)))
@@ -138,11 +138,19 @@ def exclude(target: Target, reason: str, cfg: Config) -> None:
     raise ConfigUnsupported(reason)
 
 
+#: the start of the reason of a configuration Triton's interpreter cannot run right (``harness.interpret``)
+INTERPRETER = "interpreter:"
+
+
 def within_declarations(target: Target, cfg: Config) -> None:
     """Pass over ``cfg`` (``exclude``) when the target's declarations rule it out: for a check
-    that draws its configuration itself (a state machine's first step, a history's calls)."""
+    that draws its configuration itself (a state machine's first step, a history's calls). A dtype
+    Triton's interpreter computes wrong (``interpreter: ...``) is passed over as unsupported and
+    counted in the cell (``_reject``): the target did not say so, the harness found it."""
     why = target.declared_out(cfg)
     if why is not None:
+        if why.startswith(INTERPRETER):
+            _reject(target, why, cfg)
         exclude(target, why, cfg)
 
 
@@ -324,6 +332,11 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
         if why is not None:  # not a bug, not a pass: this configuration is reported unsupported
             _reject(target, f"undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
                     f"declare it in HARNESS_UNSUPPORTED or HARNESS_SIZES", cfg)
+        if target.info.interpreted and isinstance(exc, guard.ImplementationError):
+            from harness.interpret import interpreter_gap
+            gap = interpreter_gap(exc)  # the interpreter lacks what the kernel calls: not the kernel's bug
+            if gap is not None:
+                _reject(target, gap, cfg)
         target.outcome.checked += 1
         kind = "implementation error" if isinstance(exc, guard.ImplementationError) else (
             "convention mismatch" if isinstance(exc, ConventionMismatch) else "property violated")

@@ -44,6 +44,11 @@ class TargetInfo:
     interpreted: bool = False
     #: its Triton kernels are compiled, each configuration on its first call (a GPU)
     jit: bool = False
+    #: interpreted: the fixes put into Triton's interpreter in its process (``harness.interpreter_fixes``)
+    interpreter_fixes: tuple[str, ...] = ()
+    #: interpreted: dtype -> why its configurations are unsupported, an operation Triton's interpreter
+    #: computes wrong in it (``harness.interpreter_probe``); empty when every one is right
+    interpreter_unsupported: dict[str, str] = field(default_factory=dict)
     #: why it does not load (import error, broken declaration, hang, crash); None when it does
     load_error: str | None = None
     #: protocol names it imports from a third-party library and does not provide (``harness.provided``):
@@ -173,6 +178,7 @@ def import_and_describe(spec: str, how: str) -> tuple[ModuleType, TargetInfo]:
     info.interpreted = interpret.interpreted(module)
     if info.interpreted:
         interpret.compiled_scalars()
+        info.interpreter_fixes, info.interpreter_unsupported = interpret.check_interpreter()
     else:
         info.jit = interpret.jit_compiled(module)
     return module, info

@@ -40,6 +40,7 @@ BUGS = [
     ("decode_past_seqlen.py", "test_kvcache.py", "test_unfilled_slots", ()),
     ("norms_eps_float_arg.py", "test_layernorm.py", "test_eps_honoured", ()),
     ("fa_scale_float_arg.py", "test_attention.py", "test_scale", ()),
+    ("rms_bf16_read_as_fp16.py", "test_rmsnorm.py", "test_large_values", ()),  # bfloat16 only: needs the interpreter fixes
 ]
 
 
@@ -53,6 +54,37 @@ def test_planted_triton_bug_caught(pytester, monkeypatch, bug, suite, test, mess
     use_tier(monkeypatch, tier)
     out = assert_caught(pytester, suite, PLANTED / bug, test, messages)
     assert "interpreted (TRITON_INTERPRET=1)" in out, "the header does not say the target is interpreted"
+
+
+def test_a_correct_kernel_that_sums_in_bfloat16_passes_on_a_cpu(pytester, monkeypatch):
+    """Issue 42: triton 3.9's interpreter summed bfloat16 as the integers of its bit patterns, so a
+    correct RMSNorm whose tl.sum reduces in bfloat16 failed on a CPU. Under the harness's
+    interpreter fixes it adds in bfloat16, each sum rounded, as compiled code does: it passes."""
+    use_tier(monkeypatch, "smoke")
+    result = run_suite(pytester, ["test_rmsnorm.py"], [PLANTED / "rms_bf16_stats_correct.py"],
+                       "test_large_values or test_eps or test_weight or test_no_mean_subtraction")
+    out = result.stdout.str()
+    assert "Triton's interpreter (fixes: bfloat16, libdevice): every probed operation right" in out
+    result.assert_outcomes(passed=4)
+
+
+def test_without_the_fixes_bfloat16_is_unsupported_never_failed(pytester, monkeypatch):
+    """The bare interpreter (``$HARNESS_INTERPRETER_FIXES=off``): its probe finds bfloat16 wrong,
+    so both bfloat16 kernels, the correct one and the one with a bfloat16-only bug, are reported
+    ``unsupported (interpreter: tl.sum, ... wrong in bfloat16 under triton X.Y)``, neither failed
+    nor passed: the CPU says nothing about their bfloat16, the GPU run (notes/GPU_RUN.md) does. A
+    fresh pytest: a target's worker sees the environment its server started with."""
+    from planted_support import suite_file
+    monkeypatch.setenv("HARNESS_INTERPRETER_FIXES", "off")
+    use_tier(monkeypatch, "smoke")
+    result = pytester.runpytest_subprocess(
+        str(suite_file("test_rmsnorm.py")), "--impl", str(PLANTED / "rms_bf16_stats_correct.py"),
+        "--impl", str(PLANTED / "rms_bf16_read_as_fp16.py"), "-k", "test_large_values", "-p", "no:cacheprovider",
+        "--hypothesis-profile", "harness-ci", "-rs")
+    out = result.stdout.str()
+    result.assert_outcomes(skipped=2)
+    assert out.count("unsupported (interpreter: tl.sum, tl.dot, arithmetic and ") >= 2, out[-3000:]
+    assert "Triton's interpreter (fixes: none): " in out and "bfloat16 unsupported (interpreter: tl.sum" in out
 
 
 #: the correct kernels pass every property that catches a planted bug on the full tier (in CI the

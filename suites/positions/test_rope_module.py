@@ -133,8 +133,10 @@ def check_call_sequences(target, cfg: RopeCallsConfig):
 
 
 def _dtypes(target) -> list[str]:
-    """The dtypes the target supports (``Target.supports``' rule for a configuration's dtype)."""
-    return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported]
+    """The dtypes the target supports (``Target.supports``' rule for a configuration's dtype; an
+    interpreted target's also less those Triton's interpreter computes wrong)."""
+    return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported
+            and d not in target.info.interpreter_unsupported]
 
 
 _LENGTH = st.one_of(st.integers(1, 8), st.integers(9, 40))
