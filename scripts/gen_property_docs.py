@@ -106,7 +106,21 @@ def main(argv=None) -> int:
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text(text)
     print(f"wrote {PAGE.relative_to(ROOT)}")
+    SUITES_PAGE.write_text(with_covering_sets(SUITES_PAGE.read_text()))
+    print(f"wrote the covering sets into {SUITES_PAGE.relative_to(ROOT)}")
     return 0
+
+
+#: docs/suites.md holds the covering sets of the options drawn together (``suites/pairwise.py``)
+SUITES_PAGE = ROOT / "docs" / "suites.md"
+
+
+def with_covering_sets(page: str) -> str:
+    """``page`` (docs/suites.md) with its generated block replaced by ``pairwise.render_docs()``."""
+    from harness.suites import pairwise
+    head, rest = page.split(pairwise.DOCS_BEGIN, 1)
+    tail = rest.split(pairwise.DOCS_END, 1)[1]
+    return head + pairwise.render_docs() + tail
 
 
 if __name__ == "__main__":

@@ -61,6 +61,25 @@ class WindowConfig(AttnConfig):
 
 @register
 @dataclass(frozen=True)
+class SdpaOptionsConfig(AttnConfig):
+    """SDPA's options drawn together (``suites/attention/test_options_together.py``): ``mask`` is
+    "none", "bool" (L, S), "bool_heads" (*batch, Hq, L, S) or "float" (L, S), drawn from the seed."""
+
+    causal: bool = False
+    mask: str = "none"
+    scale: float | None = None
+
+
+@register
+@dataclass(frozen=True)
+class WindowOptionsConfig(WindowConfig):
+    """``sliding_window_attention``'s options drawn together: a window and an explicit scale (or None)."""
+
+    scale: float | None = None
+
+
+@register
+@dataclass(frozen=True)
 class DropoutConfig(AttnConfig):
     """An attention config with ``dropout_p`` > 0 (the dropout suite's probe: L, S >= 16)."""
 

@@ -166,25 +166,29 @@ def chunk_of(cfg: KVCacheConfig, x, t: int, n: int):
     return torch.stack([x[b, :, c + t:c + t + n] for b, c in enumerate(cfg.prior)])
 
 
-def feed_prior(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, table=None, sinks=None) -> torch.Tensor:
+def feed_prior(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, table=None, sinks=None,
+               rotary=None) -> torch.Tensor:
     """Feed each item's positions from prior[b] on through the target in ``cfg.chunks`` (the
     caches hold the first prior[b]); returns the outputs, concatenated (B, Hq, sum(chunks), Ev)."""
     outs, t = [], 0
     for n in cfg.chunks:
         lens = seqlens([c + t for c in cfg.prior], q.device)
         outs.append(call_kv(target, cfg, chunk_of(cfg, q, t, n), k_cache, v_cache, chunk_of(cfg, k, t, n),
-                            chunk_of(cfg, v, t, n), lens, **options(cfg, table=table, sinks=sinks)))
+                            chunk_of(cfg, v, t, n), lens, **options(cfg, rotary, table=table, sinks=sinks)))
         t += n
     return torch.cat(outs, dim=-2)
 
 
-def truth_prior(cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, table=None, sinks=None):
+def truth_prior(cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, table=None, sinks=None, rotary=None,
+                extent: str = "w"):
     """The float64 reference fed as ``feed_prior`` feeds the target, on CPU copies of the caches
-    (linear, or paged with ``table``): (truth out, naive out in the input dtype, k_cache and
-    v_cache after the calls)."""
+    (linear, or paged with ``table``; ``rotary``: the (cos, sin) tables; ``extent``: the window's):
+    (truth out, naive out in the input dtype, k_cache and v_cache after the calls)."""
     kc, vc, truth, naive, t = k_cache.cpu(), v_cache.cpu(), [], [], 0
-    kw = dict(window=cfg.window or None, causal=cfg.causal, softcap=cfg.softcap or None,
+    kw = dict(window=cfg.window or None, causal=cfg.causal, softcap=cfg.softcap or None, extent=extent,
               block_table=None if table is None else table.cpu(), sinks=None if sinks is None else sinks.cpu())
+    if rotary is not None:
+        kw.update(rotary_cos=rotary[0].cpu(), rotary_sin=rotary[1].cpu(), rotary_interleaved=cfg.interleaved)
     for n in cfg.chunks:
         args = [chunk_of(cfg, x, t, n).cpu() for x in (q, k, v)]
         lens = torch.tensor([c + t for c in cfg.prior])
