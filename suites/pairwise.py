@@ -189,3 +189,19 @@ def missing_options(opts: Options, record) -> list[str]:
     wanted = list(record.params) + sorted(record.features)
     done = opts.exercised() | set(opts.not_drawn)
     return [p for p in wanted if p not in done]
+
+
+def project(target, cfg, drops: dict[str, dict]):
+    """``cfg`` without the options ``target`` declares unsupported (``HARNESS_UNSUPPORTED``, or an
+    optional parameter its function does not take): for each such feature, ``drops[feature]``'s
+    fields set to their defaults (a value may be a function of ``cfg``). Every pair of values of
+    the options it does take still meets in the covering set: a row keeps its other values, so a
+    target without paged caches is still held to window x GQA, rotary x softcap, and so on, instead
+    of the rows that hold a page being passed over as unsupported."""
+    import dataclasses
+    off = set(getattr(target.info, "unsupported", ())) | set(getattr(target.info, "lacking", {}) or {})
+    changes = {}
+    for feature, fields in drops.items():
+        if feature in off:
+            changes.update({k: (v(cfg) if callable(v) else v) for k, v in fields.items()})
+    return dataclasses.replace(cfg, **changes) if changes else cfg

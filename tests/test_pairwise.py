@@ -79,3 +79,17 @@ def test_docs_show_the_covering_sets():
     block = pairwise.DOCS_BEGIN + page.split(pairwise.DOCS_BEGIN, 1)[1].split(pairwise.DOCS_END, 1)[0] + \
         pairwise.DOCS_END
     assert block == pairwise.render_docs(), "docs/suites.md is stale: run python scripts/gen_property_docs.py"
+
+
+def test_a_declared_unsupported_option_is_left_out_not_the_row():
+    """``pairwise.project``: a target without paged caches gets the row's other options together."""
+    from types import SimpleNamespace
+
+    from harness.suites.kvcache.test_kvcache_pairwise import COVERING, DROPS
+    paged = next(c for c in COVERING if c.block_size and c.rotary_dim and c.hq != c.hkv)
+    target = SimpleNamespace(info=SimpleNamespace(unsupported=frozenset({"kvcache_paged", "enable_gqa"}), lacking={}))
+    out = pairwise.project(target, paged, DROPS)
+    assert (out.block_size, out.spare, out.hq) == (0, 0, paged.hkv)
+    assert (out.rotary_dim, out.window, out.dtype) == (paged.rotary_dim, paged.window, paged.dtype)
+    assert pairwise.project(SimpleNamespace(info=SimpleNamespace(unsupported=frozenset(), lacking={})),
+                            paged, DROPS) is paged

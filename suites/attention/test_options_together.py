@@ -66,6 +66,9 @@ SDPA_OPTIONS = pairwise.Options(
                "dropout": "the dropout properties"},
 )
 SDPA_ROWS = pairwise.covering_rows(SDPA_OPTIONS)
+#: the fields that turn each feature off (``pairwise.project``: a target that declares one unsupported)
+SDPA_DROPS = {"attn_mask": {"mask": "none"}, "is_causal": {"causal": False}, "scale": {"scale": None},
+              "enable_gqa": {"hq": lambda c: c.hkv}}
 
 
 def _sdpa_call(cfg: SdpaOptionsConfig, device):
@@ -95,7 +98,9 @@ def _shown(cfg) -> str:
 def check_sdpa(target, cfg: SdpaOptionsConfig):
     """Every pair of ``scaled_dot_product_attention``'s option values (docs/suites.md) together: the
     output equals the float64 reference; with ``is_causal`` and L != S under the declared
-    ``causal_alignment``, on the rows that see a key."""
+    ``causal_alignment``, on the rows that see a key. Options the target declares unsupported are
+    left out (``pairwise.project``), the others kept together."""
+    cfg = pairwise.project(target, cfg, SDPA_DROPS)
     q, k, v = cfg.qkv(target.device)
     kw, mask = _sdpa_call(cfg, target.device)
     what = f"{_shown(cfg)}: against the float64 reference"
@@ -213,11 +218,15 @@ VARLEN_OPTIONS = pairwise.Options(
     not_drawn={"scale": "attention.scale and the SDPA covering set (the default 1/sqrt(E) here)"},
 )
 VARLEN_ROWS = pairwise.covering_rows(VARLEN_OPTIONS)
+VARLEN_DROPS = {"is_causal": {"causal": False}, "varlen_window": {"window": 0}, "softcap": {"softcap": 0.0},
+                "sinks": {"sinks": False}, "enable_gqa": {"hq": lambda c: c.hkv}}
 
 
 def check_varlen(target, cfg: VarlenConfig):
     """Every pair of ``attention_varlen``'s option values together: the packed output equals the
-    float64 reference run per sequence (a window with the declared ``window_extent``)."""
+    float64 reference run per sequence (a window with the declared ``window_extent``). Options the
+    target declares unsupported are left out (``pairwise.project``), the others kept together."""
+    cfg = pairwise.project(target, cfg, VARLEN_DROPS)
     q, k, v = cfg.qkv(target.device)
     out = vh.call_varlen(target, cfg, q, k, v)
     what = f"{vh.describe(cfg)}, Hq:Hkv {cfg.hq}:{cfg.hkv}" + (f", softcap {cfg.softcap:g}" if cfg.softcap else "") + \

@@ -72,6 +72,10 @@ def _config(row: dict) -> KVCacheConfig:
 
 
 COVERING = tuple(OPTIONS.build(r) for r in pairwise.covering_rows(OPTIONS))
+#: the fields that turn each feature off (``pairwise.project``: a target that declares one unsupported)
+DROPS = {"kvcache_paged": {"block_size": 0, "spare": 0}, "kvcache_rotary": {"rotary_dim": 0, "interleaved": False},
+         "kvcache_window": {"window": 0}, "softcap": {"softcap": 0.0}, "sinks": {"sinks": False},
+         "enable_gqa": {"hq": lambda c: c.hkv}}
 
 
 def start_caches(cfg: KVCacheConfig, k, v, device, *, rotary=None, table=None):
@@ -111,7 +115,9 @@ def check_kvcache(target, cfg):
     """Every pair of ``attention_with_kvcache``'s option values meets in the covering set (docs/suites.md):
     with whatever options the configuration holds together, the outputs of each call equal the float64
     cache reference fed the same calls (a window with the declared ``window_extent``; the other
-    extent, where it alone agrees, is named as the convention)."""
+    extent, where it alone agrees, is named as the convention). Options the target declares
+    unsupported are left out of the configuration (``pairwise.project``), the others kept together."""
+    cfg = pairwise.project(target, cfg, DROPS)
     dev = target.device
     q, k, v = cfg.qkv(dev)
     sinks = cfg.sink_logits(dev)
