@@ -38,6 +38,7 @@ _XT = optional.library("x_transformers")
 _TT = optional.library("torchtune")
 _TRITON = optional.library("triton")
 _LIGER = optional.library("liger_kernel")
+_ONNX = optional.library("onnx")
 
 CONTROLS: tuple[Control, ...] = (
     Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
@@ -73,6 +74,9 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
     _adapter("torch_kvcache", "PyTorch's PagedAttention (its page table, cache update and physical block mask) on "
              "eager flex_attention: linear and paged caches, softcap, sinks"),
+    _adapter("onnx_attention", "the ONNX standard's Attention operator (opset 25) run by its reference evaluator: "
+             "SDPA, the sliding window, a linear KV cache (softcap, GQA); top-left causal, zeros for fully "
+             "masked rows, w keys", library=_ONNX),
     _adapter("liger_positions_hf_layout", "liger-kernel 0.8.5's Triton RoPE given q and its gradient in the "
              "layout it assumes (Hugging Face's); its other layouts are liger_positions, known-buggy",
              library=_LIGER),

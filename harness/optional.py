@@ -41,6 +41,8 @@ LIBRARIES: dict[str, Library] = {lib.module: lib for lib in (
     Library("torchtune", "pip install --no-deps torchtune==0.6.1"),
     Library("rotary_embedding_torch", "pip install --no-deps rotary-embedding-torch==0.9.1 einops==0.8.2",
             needs=("einops",)),
+    # the ONNX standard's reference evaluator (NumPy; brings protobuf and ml-dtypes)
+    Library("onnx", "pip install onnx==1.23.2"),
     # (the line a Triton target without triton is told, also docs/running.md's)
     Library("triton", "python -m pip install 'triton==3.9.0'", require=_TRITON),
     # --no-deps: its own requirements pull a CUDA torch
