@@ -74,6 +74,8 @@ CONTROLS: tuple[Control, ...] = (
              release=("xt-1.22.17", "x-transformers", "1.22.17")),
     _adapter("torch_kvcache", "PyTorch's PagedAttention (its page table, cache update and physical block mask) on "
              "eager flex_attention: linear and paged caches, softcap, sinks"),
+    _adapter("hf_attention_kvcache", "transformers' decoding attention as its models call it: masking_utils' "
+             "masks, sdpa_attention_forward, Gemma 2's softcap and gpt-oss's sinks eager paths"),
     _adapter("onnx_attention", "the ONNX standard's Attention operator (opset 25) run by its reference evaluator: "
              "SDPA, the sliding window, a linear KV cache (softcap, GQA); top-left causal, zeros for fully "
              "masked rows, w keys", library=_ONNX),

@@ -48,3 +48,21 @@ def test_what_it_declares_out_is_unsupported(pytester, tmp_path):
     cells = conformance(report)
     for prop in ("kvcache.rotary", "kvcache.rolling_window"):
         assert cells[(prop, ADAPTER)].startswith("unsupported (declared:"), cells
+
+
+def test_transformers_decoding_attention_passes_with_options_together(pytester, tmp_path):
+    """transformers' attention as its models call it at generation (``hf_attention_kvcache``: its
+    masking_utils masks; SDPA, Gemma 2's softcap and gpt-oss's sinks eager paths), a one-seed slice:
+    every property it takes passes, the covering set of options together included; pages and rotary
+    tables are declared out."""
+    report = tmp_path / "report"
+    target = "harness.adapters.hf_attention_kvcache"
+    result = run_suite(pytester, ["test_kvcache.py", "test_paged_kvcache.py", "test_kvcache_pairwise.py"], [target],
+                       "test_decode or test_ragged_lengths or test_softcap or test_sinks or test_kvcache "
+                       "or test_paged_agreement", "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
+    cells = {p: c for (p, t), c in conformance(report).items() if t == target}
+    for prop in ("kvcache.decode", "kvcache.ragged_lengths", "kvcache.softcap", "kvcache.sinks",
+                 "options_together.kvcache"):
+        assert cells[prop].startswith("pass"), (prop, cells[prop])
+    assert cells["kvcache.paged_agreement"].startswith("unsupported (declared:")

@@ -1,0 +1,86 @@
+"""transformers' attention as its decoder models call it at generation, as ``attention_with_kvcache``.
+
+What is transformers' (5.x): the masks, built by ``masking_utils`` as ``create_causal_mask`` /
+``create_sliding_window_causal_mask`` build them for a cache (``sdpa_mask`` for the SDPA path,
+with its own decision to skip the mask and let SDPA's ``is_causal`` do it; ``eager_mask`` for the
+eager paths; ``causal_mask_function`` and ``sliding_window_overlay``, or
+``bidirectional_mask_function``, with the queries at offset ``cache_seqlens + Lnew - Lq``), and the
+attention functions the model families register: ``sdpa_attention_forward`` (Llama and most models:
+GQA by ``enable_gqa``, by ``pack_gqa`` on a decode step, or by ``repeat_kv``), Gemma 2's
+``eager_attention_forward`` (``softcap``: the logits soft-capped before the mask) and gpt-oss's
+(``sinks``: the module's sink logits concatenated to the scores, dropped after the softmax).
+
+What the adapter does: the cache. transformers' ``DynamicCache`` concatenates; the protocol writes
+into fixed caches, so the new keys and values are copied into ``k_cache``/``v_cache`` at
+cache_seqlens[b] .., then item b's first cache_seqlens[b] + Lnew slots are handed to the attention
+function with the mask (one call per batch item: ragged lengths, as transformers' own padding-free
+decoding does). The module the functions read is a stand-in with ``num_key_value_groups``,
+``head_dim``, ``training=False``, ``is_causal`` and (gpt-oss) ``sinks`` in the query's dtype, as a
+model holds its parameters.
+
+Declared: paged pools and rotary tables (transformers' caches are linear; its models rotate before
+caching: ``hf_positions`` holds its RoPE), float64 (the eager paths' softmax runs in float32 or the
+input dtype), autocast and backward (not this adapter's subject). A rolling cache (positions past
+the slots) and softcap with sinks together (no transformers model has both) raise
+NotImplementedError: unsupported, never failed.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+import transformers
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import (and_masks, bidirectional_mask_function, causal_mask_function, eager_mask,
+                                        sdpa_mask, sliding_window_overlay)
+from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward as gemma2_eager
+from transformers.models.gpt_oss.modeling_gpt_oss import eager_attention_forward as gpt_oss_eager
+
+__version__ = transformers.__version__
+HARNESS_DTYPES = ("float32", "float16", "bfloat16")
+HARNESS_UNSUPPORTED = {"kvcache_paged", "kvcache_rotary", "autocast", "backward"}
+
+
+def _mask_function(causal: bool, window):
+    base = causal_mask_function if causal else bidirectional_mask_function
+    return base if window is None else and_masks(base, sliding_window_overlay(int(window)))
+
+
+def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
+                           scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, block_table=None,
+                           softcap=None, sinks=None):
+    if block_table is not None or rotary_cos is not None:
+        raise NotImplementedError("transformers' caches are linear and its models rotate before caching")
+    if softcap and sinks is not None:
+        raise NotImplementedError("no transformers attention function takes softcap and sinks together")
+    B, hq, Lq, E = q.shape
+    hkv, Smax = k_cache.shape[1], k_cache.shape[-2]
+    lens = [int(cache_seqlens)] * B if isinstance(cache_seqlens, int) else [int(c) for c in cache_seqlens.tolist()]
+    new = 0 if k is None else k.shape[-2]
+    if max(lens) + new > Smax:
+        raise NotImplementedError("a rolling cache: transformers' linear cache holds every position")
+    module = SimpleNamespace(num_key_value_groups=hq // hkv, head_dim=E, training=False, is_causal=bool(causal),
+                             sinks=None if sinks is None else sinks.to(q.dtype))
+    scaling = E ** -0.5 if scale is None else float(scale)
+    mask_fn = _mask_function(bool(causal), window)
+    outs = []
+    for b, c in enumerate(lens):
+        n = c + new
+        if k is not None:
+            with torch.no_grad():
+                k_cache[b, :, c:n] = k[b]
+                v_cache[b, :, c:n] = v[b]
+        qb, kb, vb = q[b:b + 1], k_cache[b:b + 1, :, :n], v_cache[b:b + 1, :, :n]
+        at = dict(batch_size=1, q_length=Lq, kv_length=n, q_offset=n - Lq, mask_function=mask_fn, device=q.device)
+        if softcap:
+            mask = eager_mask(**at, dtype=q.dtype)
+            out, _ = gemma2_eager(module, qb, kb, vb, mask, scaling=scaling, softcap=float(softcap))
+        elif sinks is not None:
+            mask = eager_mask(**at, dtype=q.dtype)
+            out, _ = gpt_oss_eager(module, qb, kb, vb, mask, scaling=scaling)
+        else:
+            mask = sdpa_mask(**at, local_size=None if window is None else int(window),
+                             allow_is_causal_skip=bool(causal), allow_is_bidirectional_skip=not causal)
+            out, _ = sdpa_attention_forward(module, qb, kb, vb, mask, scaling=scaling, is_causal=bool(causal))
+        outs.append(out.transpose(1, 2))  # (1, Lq, Hq, Ev) -> (1, Hq, Lq, Ev)
+    return torch.cat(outs).to(q.dtype)
