@@ -82,6 +82,8 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("liger_positions_hf_layout", "liger-kernel 0.8.5's Triton RoPE given q and its gradient in the "
              "layout it assumes (Hugging Face's); its other layouts are liger_positions, known-buggy",
              library=_LIGER),
+    _adapter("liger_norms", "liger-kernel 0.8.5's Triton LayerNorm and RMSNorm (forward and backward), run under "
+             "Triton's interpreter with the harness's fixes", library=_LIGER),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
     Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=_TRITON),
     Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=_TRITON),

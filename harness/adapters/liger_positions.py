@@ -23,10 +23,11 @@
   decode step passes q as a view of its (B, 1, H, D) projection (row stride H * D), which is
   right. 0.8.5 is the newest release on PyPI (2026-12-03): no release to hold as the fixed one.
 
-What of liger-kernel 0.8.5 does NOT run under the interpreter (triton 3.9), and so has no
-adapter: its LayerNorm, RMSNorm and SwiGLU kernels stop with ``'float' object has no attribute
-'to'``. They call ``.to`` on scalar kernel arguments (eps, casting constants), which a compiled
-kernel sees as a typed scalar and the interpreter passes as a Python float.
+liger-kernel 0.8.5's LayerNorm and RMSNorm once stopped under the interpreter with "'float' object
+has no attribute 'to'" (a Python float eps, where compiled code has a typed scalar) and then on
+libdevice's ``rsqrt`` (a stub returning None): both on the CPU's side, fixed in the interpreted
+target's process (``harness.interpret.compiled_scalars``, ``harness.interpreter_fixes``); they are
+``harness.adapters.liger_norms`` now.
 """
 from __future__ import annotations
 
