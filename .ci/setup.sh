@@ -39,6 +39,8 @@ ci_setup() {
   # on this CPU (pyproject's `triton` extra; liger --no-deps: its own requirements pull a CUDA torch)
   python -m pip install -q ${c[@]+"${c[@]}"} "triton==3.9.0"
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "liger-kernel==0.8.5"
+  # flash-linear-attention's Triton norms and rotary (--no-deps: its extras pull torch)
+  python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "fla-core==0.6.0"
   export HARNESS_REQUIRE_TRITON=1  # the Triton self-tests fail instead of skipping in CI
   # every self-test marked @pytest.mark.optional_libs (the libraries above: harness/optional.py, its
   # pins these) fails instead of skipping in CI; README command 1's environment skips them

@@ -39,6 +39,7 @@ _TT = optional.library("torchtune")
 _TRITON = optional.library("triton")
 _LIGER = optional.library("liger_kernel")
 _ONNX = optional.library("onnx")
+_FLA = optional.library("fla")
 
 CONTROLS: tuple[Control, ...] = (
     Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
@@ -84,6 +85,10 @@ CONTROLS: tuple[Control, ...] = (
              library=_LIGER),
     _adapter("liger_norms", "liger-kernel 0.8.5's Triton LayerNorm and RMSNorm (forward and backward), run under "
              "Triton's interpreter with the harness's fixes", library=_LIGER),
+    _adapter("fla_norms", "flash-linear-attention 0.6.0's Triton LayerNorm and RMSNorm (autotuned; float32 "
+             "statistics: float64 declared)", library=_FLA),
+    _adapter("fla_positions", "flash-linear-attention 0.6.0's Triton rotary embedding, as a function and as its "
+             "stateful RotaryEmbedding", library=_FLA),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)
     Control("reference.triton.flash_attention", "tiled flash attention, forward and backward", library=_TRITON),
     Control("reference.triton.kvcache", "decode over a linear or rolling cache", library=_TRITON),

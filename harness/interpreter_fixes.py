@@ -43,6 +43,13 @@ The fixes, each what compiled code computes:
   reports the configuration unsupported, not failed). Like ``tl.exp``'s numpy, within an ulp or so
   of libdevice's, not bit for bit.
 
+- **autotune** (``triton.autotune``): with several configs the autotuner times each on the device's
+  benchmarker, ``driver.active``, and a CPU-only machine has no driver ("0 active drivers"), so an
+  autotuned kernel (flash-linear-attention's norms, most library kernels) stopped before its first
+  run. Under the interpreter timings mean nothing: where no driver is active, every config "takes"
+  the same time, so the autotuner keeps its first config (exact: a correct kernel computes the same
+  result in every config; a bug of another config is the GPU run's to find).
+
 ``apply()`` patches the interpreter's classes and module functions once per process (idempotent);
 ``$HARNESS_INTERPRETER_FIXES=off`` leaves the interpreter as it is (``harness.interpreter_probe``
 then reports what is wrong). Float16, float32 and float64 computations are not touched.
@@ -59,7 +66,7 @@ import numpy as np
 #: set to ``off`` (or 0, no, false) to leave the interpreter unpatched
 ENV = "HARNESS_INTERPRETER_FIXES"
 #: the fixes, by name (``apply``'s answer; the report header shows them)
-FIXES = ("bfloat16", "libdevice")
+FIXES = ("bfloat16", "libdevice", "autotune")
 #: the start of a NotImplementedError message of these fixes (``harness.interpret.interpreter_gap``)
 GAP = "interpreter:"
 _MARK = "harness_interpreter_fix"
@@ -435,4 +442,34 @@ def apply() -> tuple[str, ...]:
     done.append("bfloat16")
     if getattr(interpreter._patch_lang, _MARK, False) or _patch_libdevice(interpreter, tl):
         done.append("libdevice")
+    if _patch_autotune():
+        done.append("autotune")
     return tuple(done)
+
+
+def _patch_autotune() -> bool:
+    """``Autotuner.do_bench`` without a device driver: equal timings, so the first config is kept."""
+    try:
+        from triton.runtime import autotuner
+    except ImportError:
+        return False
+    tuner = autotuner.Autotuner
+    current = tuner.__dict__.get("do_bench")
+    if getattr(getattr(current, "fget", None), _MARK, False):
+        return True
+    if current is None or not hasattr(current, "func"):  # (not the cached_property these lines know)
+        return False
+    original = current.func
+
+    def do_bench(self):
+        if getattr(self, "_do_bench", None) is not None:
+            return self._do_bench
+        try:
+            return original(self)  # the device's benchmarker (a GPU: nothing changes)
+        except RuntimeError:  # no active driver: the interpreter on a CPU
+            return lambda kernel_call, quantiles=None, **kw: [0.0] * (len(quantiles) if quantiles else 1)
+
+    fixed = property(do_bench)
+    setattr(fixed.fget, _MARK, True)
+    tuner.do_bench = fixed
+    return True

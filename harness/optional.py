@@ -29,6 +29,7 @@ class Library:
     install: str                # the pinned install command (CI's version)
     needs: tuple[str, ...] = ()  # other import names it needs that its install leaves out (--no-deps)
     require: str | None = None  # its own HARNESS_REQUIRE_* variable, if it has one besides REQUIRE_ALL
+    package: str | None = None  # its distribution's name where it differs from the import name
 
 
 _TRITON = "HARNESS_REQUIRE_TRITON"
@@ -41,6 +42,9 @@ LIBRARIES: dict[str, Library] = {lib.module: lib for lib in (
     Library("torchtune", "pip install --no-deps torchtune==0.6.1"),
     Library("rotary_embedding_torch", "pip install --no-deps rotary-embedding-torch==0.9.1 einops==0.8.2",
             needs=("einops",)),
+    # flash-linear-attention's kernels (--no-deps: its cuda/cpu extras pull torch)
+    Library("fla", "pip install --no-deps fla-core==0.6.0 einops==0.8.2 triton==3.9.0", needs=("einops", "triton"),
+            require=_TRITON, package="fla-core"),
     # the ONNX standard's reference evaluator (NumPy; brings protobuf and ml-dtypes)
     Library("onnx", "pip install onnx==1.23.2"),
     # (the line a Triton target without triton is told, also docs/running.md's)

@@ -347,7 +347,7 @@ def test_the_briefs_bfloat16_sum_is_garbage_bare_and_right_fixed(interpreted):
     bare, fixed = interpreted["off"]["brief"], interpreted["on"]["brief"]
     assert abs(bare[0] - 5.9e-39) < 1e-40 and bare[1] != 30 and bare[2:] == [4.0, 10.0]
     assert fixed == [10.0, 30.0, 4.0, 10.0]
-    assert interpreted["on"]["fixes"] == ["bfloat16", "libdevice"] and interpreted["off"]["fixes"] == []
+    assert interpreted["on"]["fixes"] == ["bfloat16", "libdevice", "autotune"] and interpreted["off"]["fixes"] == []
 
 
 @NEEDS_TRITON
@@ -444,8 +444,8 @@ def test_an_interpreted_target_gets_the_verdict_and_the_header_names_it(tmp_path
     assert bare["line"].startswith("Triton's interpreter (fixes: none): float32 unsupported (interpreter: libdevice.exp")
     assert "bfloat16 unsupported (interpreter: tl.sum, tl.dot" in bare["line"]
     fixed = fresh(LOAD, XDG_CACHE_HOME=str(tmp_path))
-    assert fixed["unsupported"] == {} and fixed["out"] is None and fixed["fixes"] == ["bfloat16", "libdevice"]
-    assert fixed["line"] == "Triton's interpreter (fixes: bfloat16, libdevice): every probed operation right"
+    assert fixed["unsupported"] == {} and fixed["out"] is None and fixed["fixes"] == ["bfloat16", "libdevice", "autotune"]
+    assert fixed["line"] == "Triton's interpreter (fixes: bfloat16, libdevice, autotune): every probed operation right"
     entries = json.loads((tmp_path / "harness" / interpreter_probe.CACHE_FILE).read_text())["entries"]
     assert len(entries) == 2  # one per state of the fixes, for this triton
 
