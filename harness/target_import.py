@@ -138,10 +138,32 @@ def _module_name_for_file(path: str) -> str:
     return f"harness_target_{stem}_{digest}"
 
 
+def _shadowed_siblings(path: str) -> list[str]:
+    """Modules cached in ``sys.modules`` under the name of a sibling of the file ``path`` (a
+    ``utils.py`` or ``_base.py`` next to it) but loaded from another folder: a file target that
+    puts its folder on sys.path and imports its sibling would get the stale one. Two kernel folders
+    each with a ``_base.py``, loaded in one process (``--isolation none``, a test session), gave the
+    second folder's target the first folder's base class."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        siblings = {os.path.splitext(f)[0] for f in os.listdir(folder) if f.endswith(".py")}
+    except OSError:
+        return []
+    stale = []
+    for name in siblings:
+        mod = sys.modules.get(name)
+        file = getattr(mod, "__file__", None)
+        if file and os.path.dirname(os.path.abspath(file)) != folder:
+            stale.append(name)
+    return stale
+
+
 def _import_file(path: str) -> ModuleType:
     name = _module_name_for_file(path)
     if name in sys.modules:
         return sys.modules[name]
+    for stale in _shadowed_siblings(path):  # (the target's own sibling is imported afresh)
+        del sys.modules[stale]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot build an import spec for {path!r}")

@@ -357,3 +357,24 @@ def test_good_declarations_are_read(write):
     assert target.load_error is None and target.dtypes == ("float16",)
     assert target.sizes == {"E": frozenset({8, 16})}
     assert target.conventions == {"causal_alignment": "bottom_right"}
+
+
+def test_a_file_target_gets_its_own_sibling_module_not_another_folder_s(tmp_path):
+    """Two kernel folders, each with a ``_base.py`` its target imports from its own folder: loaded
+    in one process, each gets its own (the second used to get the first folder's cached module)."""
+    from harness.target_import import import_spec
+    for name, value in (("a", 1), ("b", 2)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "_base.py").write_text(f"VALUE = {value}\n")
+        (folder / f"kernel_{name}.py").write_text(
+            "import pathlib, sys\nsys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))\n"
+            "from _base import VALUE\n")
+    try:
+        assert import_spec(str(tmp_path / "a" / "kernel_a.py")).VALUE == 1
+        assert import_spec(str(tmp_path / "b" / "kernel_b.py")).VALUE == 2
+    finally:
+        sys.modules.pop("_base", None)
+        for name in ("a", "b"):
+            while str(tmp_path / name) in sys.path:
+                sys.path.remove(str(tmp_path / name))
