@@ -33,6 +33,8 @@ ci_setup() {
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "torchtune==0.6.1"
   # the current rotary-embedding-torch, a correct control of the false-alarm sweep (harness.controls)
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "rotary-embedding-torch==0.9.1"
+  # xformers' attention-bias classes for packed batches (--no-deps: it requires a CUDA torch)
+  python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "xformers==0.0.35"
   # the ONNX standard's Attention operator, its reference evaluator (NumPy), a correct control
   python -m pip install -q ${c[@]+"${c[@]}"} "onnx==1.23.2"
   # Triton's interpreter runs the Triton reference kernels, their planted bugs and liger-kernel's RoPE

@@ -40,6 +40,7 @@ _TRITON = optional.library("triton")
 _LIGER = optional.library("liger_kernel")
 _ONNX = optional.library("onnx")
 _FLA = optional.library("fla")
+_XF = optional.library("xformers")
 
 CONTROLS: tuple[Control, ...] = (
     Control("torch.nn.functional", "PyTorch's own SDPA, the de-facto definition of the protocol's attention"),
@@ -77,6 +78,8 @@ CONTROLS: tuple[Control, ...] = (
              "eager flex_attention: linear and paged caches, softcap, sinks"),
     _adapter("hf_attention_kvcache", "transformers' decoding attention as its models call it: masking_utils' "
              "masks, sdpa_attention_forward, Gemma 2's softcap and gpt-oss's sinks eager paths"),
+    _adapter("xformers_varlen", "xformers 0.0.35's block-diagonal attention biases (bottom-right causal, local "
+             "window) materialized, as attention_varlen", library=_XF),
     _adapter("onnx_attention", "the ONNX standard's Attention operator (opset 25) run by its reference evaluator: "
              "SDPA, the sliding window, a linear KV cache (softcap, GQA); top-left causal, zeros for fully "
              "masked rows, w keys", library=_ONNX),

@@ -45,6 +45,8 @@ LIBRARIES: dict[str, Library] = {lib.module: lib for lib in (
     # flash-linear-attention's kernels (--no-deps: its cuda/cpu extras pull torch)
     Library("fla", "pip install --no-deps fla-core==0.6.0 einops==0.8.2 triton==3.9.0", needs=("einops", "triton"),
             require=_TRITON, package="fla-core"),
+    # xformers' attention-bias classes (--no-deps: its requirement pulls a CUDA torch)
+    Library("xformers", "pip install --no-deps xformers==0.0.35"),
     # the ONNX standard's reference evaluator (NumPy; brings protobuf and ml-dtypes)
     Library("onnx", "pip install onnx==1.23.2"),
     # (the line a Triton target without triton is told, also docs/running.md's)
