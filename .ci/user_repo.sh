@@ -9,7 +9,7 @@
 #   .ci/user_repo.sh [CONSTRAINTS]     (run by .ci/run; needs the python of CI's venv for the build)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-constraints="${1:-$here/.ci/constraints.txt}"
+constraints="$(cd "$here" && realpath "${1:-.ci/constraints.txt}")"  # (absolute: the workflow steps run in the user's folder)
 work=$(mktemp -d /tmp/harness-user-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "user_repo: FAIL: $*" >&2; exit 1; }
