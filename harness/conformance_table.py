@@ -15,30 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-_RANK = {"fail": 3, "error": 3, "known": 2, "skipped": 1, "pass": 0}
-
+from harness.verdict import KINDS, RARE_KINDS, decide  # noqa: F401 (KINDS, RARE_KINDS: this module's readers)
 
 def cell(row: dict) -> tuple[int, str, str]:
-    """One test result as (severity, text, kind) for the table; the kind (``KINDS``) is read from
-    the row's fields, never parsed back out of the text."""
-    if row["outcome"] == "failed":
-        if row.get("expected"):  # listed in --xfails: visible, not a failure of the run
-            return _RANK["known"], f"known fail ({row['expected']})", "known"
-        text = "fail" if row["when"] == "call" else "error"
-        return _RANK[text], text, text
-    if row["outcome"] == "skipped":
-        reason = row.get("reason") or "no reason"
-        if reason.startswith("unsupported ("):  # the target's own declaration, or its NotImplementedError
-            return _RANK["skipped"], reason, "unsupported"
-        return _RANK["skipped"], f"skipped ({reason})", "skipped"
-    label = row.get("label")
-    text = label or "pass"
-    if row.get("unexpected_pass"):
-        text += f" (listed in {row['unexpected_pass']}: remove the line)"
-    note = row.get("unsupported")  # configurations passed over: declared or NotImplementedError
-    if note:
-        return 0, f"{text}; {note}", "partial"
-    return 0, text, "convention" if text.startswith("convention:") else "pass"
+    """One test result as (severity, text, kind): ``harness.verdict.decide``."""
+    return decide(row)
 
 
 #: the columns of the long table that are written (``kind`` is for the counts, not a report column)
@@ -76,9 +57,6 @@ def conformance_table(rows: list[dict]) -> pd.DataFrame:
 
 #: the kinds of result counted per target, in the order ``summary_lines`` prints them; partial: checked
 #: on the configurations the target supports, the others passed over
-KINDS = ("pass", "convention", "partial", "fail", "known", "error", "unsupported", "skipped")
-#: kinds a summary line names only when a target has one (known: a failure listed in --xfails)
-RARE_KINDS = ("partial", "known", "error")
 
 
 def summary_lines(rows: list[dict]) -> list[str]:

@@ -250,12 +250,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if target.worker is not None:
         target.worker.output_report()  # a fresh output budget per test
     if target.load_error is not None:
-        pytest.skip(not_loaded_reason(target))
+        raise runner.NotLoadedSkip(not_loaded_reason(target))
     for mark in item.iter_markers("uses"):  # features a property cannot be checked without
         try:
             runner.require_features(target, *mark.args)
         except runner.Unsupported as exc:
-            pytest.skip(f"{runner.UNSUPPORTED} ({exc})")
+            runner.skip_unsupported(str(exc))
     for mark in item.iter_markers("needs"):
         for name in mark.args:
             try:
@@ -287,7 +287,7 @@ def pytest_runtest_call(item: pytest.Item):
         target = _target_of(item)
         if target is None or not target.outcome.only_declarations_rejected():
             raise  # (rejected for another reason too: genuinely unsatisfiable, reported)
-        pytest.skip(f"{runner.UNSUPPORTED} ({target.outcome.unsupported_summary()})")
+        runner.skip_unsupported(target.outcome.unsupported_summary())
     except Exception as exc:  # (an AssertionError, or Hypothesis' group of them)
         from harness.consistency import disagreement_of
         why = disagreement_of(exc) if consistency_check(item) is not None else None
@@ -316,6 +316,11 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         # (pytest-benchmark timings are benchmarks, not properties: not in the conformance table)
         report.user_properties.append(("harness_property", property_of(item)))
         report.user_properties.append(("harness_target", target.id))
+        if report.skipped and call.excinfo is not None:  # the skip's kind, as data (harness.verdict)
+            if isinstance(call.excinfo.value, runner.UnsupportedSkip):
+                report.user_properties.append(("harness_skip_kind", "unsupported"))
+            elif isinstance(call.excinfo.value, runner.NotLoadedSkip):
+                report.user_properties.append(("harness_skip_kind", "not_loaded"))
         if report.when == "call":
             failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
             if failure is not None and report.failed:  # the table's reason, as data (no text parsed)

@@ -83,6 +83,20 @@ class Unsupported(Exception):
 UNSUPPORTED = "unsupported"
 
 
+class UnsupportedSkip(pytest.skip.Exception):
+    """The skip of a property the target does not support (declared, or NotImplementedError): its
+    kind travels as this type (``harness.verdict``: ``skip_kind`` "unsupported"), not in its text."""
+
+
+class NotLoadedSkip(pytest.skip.Exception):
+    """The skip of every property of a target that does not load (an error in the table)."""
+
+
+def skip_unsupported(why: str):
+    """Skip the running property as unsupported (``why``: the declaration or the configurations)."""
+    raise UnsupportedSkip(f"{UNSUPPORTED} ({why})")
+
+
 def require_features(target: Target, *features: str) -> None:
     """Raise ``Unsupported`` when the target declares one of ``features`` unsupported; a check
     calls it before it uses the feature (``run`` reports the property ``unsupported (...)``)."""
@@ -125,7 +139,7 @@ def _reject(target: Target, reason: str, cfg: Config) -> None:
     outcome = target.outcome
     outcome.unsupported.append((reason, str(cfg)))
     if outcome.checked == 0 and len(outcome.unsupported) >= GIVE_UP_AFTER:
-        pytest.skip(f"{UNSUPPORTED} ({outcome.unsupported_summary()})")
+        skip_unsupported(outcome.unsupported_summary())
     raise ConfigUnsupported(reason)
 
 

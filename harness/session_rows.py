@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from harness import runner
-
 #: the reason of a skip because the target does not load (an error in the table, not a skip)
 NOT_LOADED = "does not load"
 
@@ -38,7 +36,7 @@ class ResultsSink:
         if report.when == "call" or report.outcome != "passed":
             reason = short_reason(report)
             outcome = report.outcome
-            if outcome == "skipped" and NOT_LOADED in reason and reason.startswith("target "):
+            if props.get("harness_skip_kind") == "not_loaded":
                 outcome = "failed"  # an error in the table, not a skip: the target could not be tested
             if "harness_expected" in props:
                 outcome = "failed"  # a known failure (--xfails): still a failure in the table, marked known
@@ -49,6 +47,7 @@ class ResultsSink:
                               "unsupported": props.get("harness_unsupported"),
                               "unsupported_detail": props.get("harness_unsupported_detail"),
                               "reason": reason, "repro": props.get("harness_failure_repro"),
+                              "skip_kind": props.get("harness_skip_kind"),
                               "expected": props.get("harness_expected"),
                               "unexpected_pass": props.get("harness_unexpected_pass")})
 
@@ -59,7 +58,11 @@ def short_reason(report: pytest.TestReport) -> str:
     (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
     any other failure: its first ``E`` line)."""
     if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
+        text = str(report.longrepr[2])
+        from harness.runner import NotLoadedSkip, UnsupportedSkip
+        for cls in (UnsupportedSkip, NotLoadedSkip):  # (pytest writes a subclass's full name before the message)
+            text = text.removeprefix(f"{cls.__module__}.{cls.__qualname__}: ")
+        return text.removeprefix("Skipped: ")
     props = dict(report.user_properties)
     if report.failed or "harness_expected" in props:
         if "harness_failure_kind" in props:
@@ -72,8 +75,8 @@ def short_reason(report: pytest.TestReport) -> str:
 
 
 def conformance_summary(terminalreporter, config: pytest.Config, rows: list[dict]) -> None:
-    undeclared = [(r, r["reason"]) for r in rows if r["outcome"] == "skipped"
-                  and r["reason"].startswith(f"{runner.UNSUPPORTED} (undeclared")]
+    undeclared = [(r, r["reason"]) for r in rows if r.get("skip_kind") == "unsupported"
+                  and "(undeclared" in r["reason"]]
     undeclared += [(r, r["unsupported_detail"]) for r in rows
                    if "(undeclared" in (r.get("unsupported_detail") or "")]
     if undeclared:  # not a bug, not a pass: the target raised NotImplementedError without declaring it

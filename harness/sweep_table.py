@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-ALARM_KINDS = ("fail", "error")
+from harness.verdict import ALARM_KINDS, legacy_kind
+
 #: the kinds of a cell that ran (checked at least one configuration)
 RAN_KINDS = ("pass", "convention", "partial", "fail", "known", "error")
 COLUMNS = ["target", "profile", "seed", "status", "run", "passed", "conventions", "skipped", "alarms",
@@ -25,20 +26,9 @@ COLUMNS = ["target", "profile", "seed", "status", "run", "passed", "conventions"
 
 
 def kind_of(cell: dict) -> str:
-    """A result's kind: the JSON's ``kind`` (``conformance_table.KINDS``); a report written before
-    it carried one is read from the cell's fixed spellings."""
-    if cell.get("kind"):
-        return cell["kind"]
-    text = cell["result"]
-    if text in ALARM_KINDS:
-        return text
-    if text.startswith("unsupported ("):
-        return "unsupported"
-    if text.startswith("skipped"):
-        return "skipped"
-    if ";" in text:
-        return "partial"
-    return "convention" if text.startswith("convention:") else "pass"
+    """A result's kind: the JSON's ``kind`` (``harness.verdict``); a report written before it
+    carried one is read by ``verdict.legacy_kind``."""
+    return cell.get("kind") or legacy_kind(cell["result"])
 
 
 def rerun_line(spec: str, profile: str, seed: int, prop: str) -> str:

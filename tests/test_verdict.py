@@ -1,0 +1,58 @@
+"""One verdict record (issue 45, item 1): a cell's kind is decided in ``harness.verdict.decide`` from
+the data the plug-in recorded (the outcome, the phase, the label, the skip's kind as its exception
+type), and read nowhere else from text; ``legacy_kind`` reads the fixed spellings of files written
+before kinds were recorded, and is the only reader of them."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ROWS = [
+    ({"outcome": "passed", "when": "call"}, "pass", "pass"),
+    ({"outcome": "passed", "when": "call", "label": "convention:w"}, "convention", "convention:w"),
+    ({"outcome": "passed", "when": "call", "unsupported": "3 of 9 configs unsupported (declared)"}, "partial",
+     "pass; 3 of 9 configs unsupported (declared)"),
+    ({"outcome": "failed", "when": "call"}, "fail", "fail"),
+    ({"outcome": "failed", "when": "setup"}, "error", "error"),
+    ({"outcome": "failed", "when": "call", "expected": "x.txt:3"}, "known", "known fail (x.txt:3)"),
+    ({"outcome": "skipped", "when": "setup", "skip_kind": "unsupported", "reason": "unsupported (declared: f)"},
+     "unsupported", "unsupported (declared: f)"),
+    ({"outcome": "skipped", "when": "setup", "skip_kind": "not_loaded", "reason": "target 'x' does not load"},
+     "error", "error"),
+    ({"outcome": "skipped", "when": "setup", "reason": "target 'x' has no attribute 'f'"}, "skipped",
+     "skipped (target 'x' has no attribute 'f')"),
+]
+
+
+@pytest.mark.parametrize("row,kind,text", ROWS, ids=[k for _, k, _ in ROWS])
+def test_decide_reads_the_recorded_data(row, kind, text):
+    _, got_text, got_kind = verdict.decide(row)
+    assert (got_kind, got_text) == (kind, text)
+
+
+def test_a_skip_whose_text_looks_unsupported_is_a_skip_when_its_kind_says_so():
+    """The kind is the data's: a plain skip whose reason happens to start with 'unsupported (' is a skip."""
+    row = {"outcome": "skipped", "when": "setup", "skip_kind": "skipped", "reason": "unsupported (a user's own skip)"}
+    assert verdict.decide(row)[2] == "skipped"
+
+
+def test_legacy_rows_and_cells_still_read():
+    assert verdict.decide({"outcome": "skipped", "when": "setup", "reason": "unsupported (declared: f)"})[2] == \
+        "unsupported"
+    assert [verdict.legacy_kind(t) for t in ("fail", "convention:w", "pass; 1 of 2 configs unsupported", "skipped (x)")] \
+        == ["fail", "convention", "partial", "skipped"]
+
+
+def test_no_other_module_reads_a_kind_out_of_result_text():
+    """``git grep``'s check: the fixed spellings of cells are read in harness/verdict.py only."""
+    # (a label "convention:<value>" is harness.conventions' own format, read back by its measured_of)
+    pattern = re.compile(r"""startswith\(\s*(f?["'](unsupported \(|skipped)|f"\{runner\.UNSUPPORTED)""")
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "harness").rglob("*.py")
+                 if p.name != "verdict.py" and pattern.search(p.read_text())]
+    assert offenders == [], offenders
