@@ -44,4 +44,22 @@ __all__ = ["ConventionMismatch", "DTYPE", "ImplementationError", "KNOWN", "SEED"
            "Unsupported", "autocast_dtypes", "call_each", "call_under_autocast", "check_convention",
            "expect_tensor", "impl", "is_module", "manual_seed", "move", "on_target", "record_label",
            "require_features", "resolved", "run", "submit", "submit_call", "submit_on_target", "unverified",
-           "verified", "within_declarations"]
+           "verified", "within_declarations", "under_convention"]
+
+
+def under_convention(target, key: str, against, what: str) -> None:
+    """Hold the target to ``against(value)`` (raises AssertionError when the output disagrees) under
+    the convention ``key`` it declares (else the protocol's default), and record the label. Where
+    only another known value agrees, the mismatch is named (``check_convention`` raises
+    ``ConventionMismatch``), not reported as a bug; where none does, the declared value's failure is."""
+    declared = target.conventions.get(key, KNOWN[key].default)
+    try:
+        against(declared)
+    except AssertionError as exc:
+        other = next(value for value in KNOWN[key].values if value != declared)
+        try:
+            against(other)
+        except AssertionError:
+            raise exc from None
+        check_convention(key, other, target.conventions, f"\n  {what}")
+    record_label(target, check_convention(key, declared, target.conventions))

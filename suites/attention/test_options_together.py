@@ -23,7 +23,7 @@ from harness.suites import pairwise
 from harness.suites.attention import varlen_helpers as vh
 from harness.suites.attention.configs import SdpaOptionsConfig, VarlenConfig, WindowOptionsConfig
 from harness.suites.attention.helpers import SDPA, agree, submit_sdpa
-from harness.suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, run
+from harness.suites.kit import KNOWN, expect_tensor, impl, run, under_convention
 from harness.suites.regimes import covering
 
 PROPERTY_PREFIX = "options_together"
@@ -108,7 +108,6 @@ def check_sdpa(target, cfg: SdpaOptionsConfig):
         return agree(submit_sdpa(target, cfg, q, k, v, **kw), q, k, v, what=what, attn_mask=mask,
                      scale=kw.get("scale"))
     out = submit_sdpa(target, cfg, q, k, v, is_causal=True, **kw).result()
-    declared = target.conventions.get("causal_alignment", KNOWN["causal_alignment"].default)
 
     def against(alignment):
         vis = causal_mask(cfg.L, cfg.S, alignment, device=target.device)
@@ -116,18 +115,9 @@ def check_sdpa(target, cfg: SdpaOptionsConfig):
         if rows.any():
             agree(out[..., rows, :], q[..., rows, :], k, v, what=f"{what} ({alignment} causal)",
                   attn_mask=vis[rows], scale=kw.get("scale"))
-    if cfg.L == cfg.S:
-        return against(declared)
-    try:
-        against(declared)
-    except AssertionError as exc:
-        other = next(a for a in KNOWN["causal_alignment"].values if a != declared)
-        try:
-            against(other)
-        except AssertionError:
-            raise exc from None
-        check_convention("causal_alignment", other, target.conventions, f"\n  {what}")
-    record_label(target, check_convention("causal_alignment", declared, target.conventions))
+    if cfg.L == cfg.S:  # (both alignments agree on a square mask)
+        return against(target.conventions.get("causal_alignment", KNOWN["causal_alignment"].default))
+    under_convention(target, "causal_alignment", against, what)
 
 
 # -- sliding_window_attention ---------------------------------------------------------------------
@@ -167,21 +157,7 @@ def check_sliding_window(target, cfg: WindowOptionsConfig):
         ref = sliding_window_math(*args, scale=kw.get("scale"), extent=extent)
         nai = sliding_window_math(*args, scale=kw.get("scale"), extent=extent, compute_dtype=q.dtype)
         tolerance.assert_close(out, ref, nai, dtype=q.dtype, what=f"{what} ({extent})")
-    _with_extent(target, against, what)
-
-
-def _with_extent(target, against, what: str) -> None:
-    declared = target.conventions.get("window_extent", KNOWN["window_extent"].default)
-    try:
-        against(declared)
-    except AssertionError as exc:
-        other = next(e for e in KNOWN["window_extent"].values if e != declared)
-        try:
-            against(other)
-        except AssertionError:
-            raise exc from None
-        check_convention("window_extent", other, target.conventions, f"\n  {what}")
-    record_label(target, check_convention("window_extent", declared, target.conventions))
+    under_convention(target, "window_extent", against, what)
 
 
 # -- attention_varlen -----------------------------------------------------------------------------
@@ -233,7 +209,8 @@ def check_varlen(target, cfg: VarlenConfig):
         (", sinks" if cfg.sinks else "") + ": against the float64 reference run per sequence"
     if not cfg.window:
         return vh.agree(out, cfg, q, k, v, what)
-    _with_extent(target, lambda extent: vh.agree(out, cfg, q, k, v, f"{what} ({extent})", extent=extent), what)
+    under_convention(target, "window_extent",
+                     lambda extent: vh.agree(out, cfg, q, k, v, f"{what} ({extent})", extent=extent), what)
 
 
 #: a third of the profile's random combinations, at least 5: the covering set runs first on every profile

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from harness import tolerance
 from harness.suites import regimes
-from harness.suites.kit import KNOWN, check_convention, expect_tensor, impl, record_label, require_features, run
+from harness.suites.kit import expect_tensor, impl, require_features, run, under_convention
 from harness.suites.regimes import covering
 from harness.reference.attention_varlen import bounds, sequence_math
 from harness.reference.masks import causal_mask
@@ -117,19 +117,10 @@ def check_window(target, cfg):
     position - w < j (and j <= position, causal). The extent is measured (w, or w+1 named: the
     ``window_extent`` convention, as ``attention_with_kvcache``'s rolling window). A target may declare
     ``varlen_window`` unsupported."""
-    declared = target.conventions.get("window_extent", KNOWN["window_extent"].default)
     q, k, v, out = _out(target, cfg)
     what = f"{vh.describe(cfg)}: against the window per sequence"
-    try:
-        vh.agree(out, cfg, q, k, v, f"{what} ({declared})", extent=declared)
-    except AssertionError as exc:
-        other = next(e for e in KNOWN["window_extent"].values if e != declared)
-        try:
-            vh.agree(out, cfg, q, k, v, what, extent=other)
-        except AssertionError:
-            raise exc from None
-        check_convention("window_extent", other, target.conventions, f"\n  {what}")
-    record_label(target, check_convention("window_extent", declared, target.conventions))
+    under_convention(target, "window_extent",
+                     lambda extent: vh.agree(out, cfg, q, k, v, f"{what} ({extent})", extent=extent), what)
 
 
 def check_softcap(target, cfg):

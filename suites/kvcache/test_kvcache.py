@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.suites.kvcache import configs as kvc
-from harness.suites.kit import KNOWN, check_convention, record_label, run
+from harness.suites.kit import run, under_convention
 from harness.suites.regimes import covering
 from harness.reference.attention import attention_math
 from harness.reference.sliding_window import sliding_window_math
@@ -108,7 +108,6 @@ def check_rolling_window(target, cfg):
     wraps (position p in slot p mod Smax): the decoded outputs equal full sliding-window attention over the
     whole sequence with the declared ``window_extent`` (a kernel that keeps w + 1 keys is named,
     ``convention:w+1`` when declared), and the cache holds the last Smax positions."""
-    declared = target.conventions.get("window_extent", KNOWN["window_extent"].default)
     q, k, v, kc, vc, out = _window_out(target, cfg)
     T, S = cfg.total, cfg.slots
     what = f"window {cfg.window}, a rolling cache of {S} slots, calls {cfg.chunks}"
@@ -120,18 +119,9 @@ def check_rolling_window(target, cfg):
         ref = sliding_window_math(q.cpu(), ke, ve, cfg.window, extent=extent)
         nai = sliding_window_math(q.cpu(), ke, ve, cfg.window, extent=extent, compute_dtype=q.dtype)
         kv.assert_close(out, ref, nai, q.dtype, f"{what}: against full sliding-window attention ({extent})")
-    try:
-        against(declared)
-    except AssertionError as exc:
-        other = next(e for e in KNOWN["window_extent"].values if e != declared)
-        try:
-            against(other)
-        except AssertionError:
-            raise exc from None
-        check_convention("window_extent", other, target.conventions, f"\n  {what}")
+    under_convention(target, "window_extent", against, what)
     pos = torch.arange(max(0, T - S), T)
     kv.assert_cache_holds(kc, vc, k, v, pos % S, pos, what)
-    record_label(target, check_convention("window_extent", declared, target.conventions))
 
 
 def check_rotary(target, cfg):

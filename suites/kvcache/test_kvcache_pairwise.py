@@ -17,7 +17,7 @@ from hypothesis import given, settings
 
 from harness.reference.kvcache import scatter
 from harness.suites import pairwise
-from harness.suites.kit import KNOWN, check_convention, record_label, run
+from harness.suites.kit import run, under_convention
 from harness.suites.kvcache import helpers as kv
 from harness.suites.kvcache.configs import KVCacheConfig
 from harness.suites.regimes import covering
@@ -135,17 +135,7 @@ def check_kvcache(target, cfg):
 
     if not cfg.window:
         return against("w")
-    declared = target.conventions.get("window_extent", KNOWN["window_extent"].default)
-    try:
-        against(declared)
-    except AssertionError as exc:
-        other = next(e for e in KNOWN["window_extent"].values if e != declared)
-        try:
-            against(other)
-        except AssertionError:
-            raise exc from None
-        check_convention("window_extent", other, target.conventions, f"\n  {what}")
-    record_label(target, check_convention("window_extent", declared, target.conventions))
+    under_convention(target, "window_extent", against, what)
 
 
 #: a third of the profile's random combinations, at least 5: the covering set runs first on every profile
