@@ -31,9 +31,6 @@ that cannot be read or written is passed over.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import tempfile
 from pathlib import Path
 
 #: triton.language and its libdevice, bound by ``_import_triton`` when a probe runs (the kernels read
@@ -42,7 +39,8 @@ from pathlib import Path
 #: cannot call)
 tl = libdevice = None
 
-from harness import interpreter_fixes
+from harness import interpreter_fixes, json_cache
+from harness.json_cache import cache_dir  # noqa: F401 (the cache's folder, as this module's callers name it)
 from harness.interpreter_fixes import short_version, triton_version
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -367,14 +365,10 @@ def probe(dtypes=DTYPES) -> dict[str, dict[str, str | None]]:
 
 # -- the cache ---------------------------------------------------------------------------------
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base) if base else Path.home() / ".cache") / "harness"
-
-
 def cache_key(fixes: tuple[str, ...]) -> str:
     import numpy
-    sources = b"".join(Path(m.__file__).read_bytes() for m in (interpreter_fixes, _this_module()))
+    from harness import interpreter_calls
+    sources = b"".join(Path(m.__file__).read_bytes() for m in (interpreter_fixes, interpreter_calls, _this_module()))
     digest = hashlib.sha1(sources).hexdigest()[:12]
     return f"triton {triton_version()}; numpy {numpy.__version__}; fixes {','.join(fixes) or 'off'}; source {digest}"
 
@@ -384,32 +378,13 @@ def _this_module():
     return sys.modules[__name__]
 
 
-def _read_cache(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) and data.get("schema") == _SCHEMA else {"schema": _SCHEMA}
-    except (OSError, ValueError):
-        return {"schema": _SCHEMA}
-
-
-def _write_cache(path: Path, data: dict) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(scratch, path)  # atomic: parallel workers never read half a file
-    except OSError:
-        pass
-
-
 def cached_probe(fixes: tuple[str, ...]) -> dict[str, dict[str, str | None]]:
     """``probe()``'s result for this process's interpreter (``fixes``: what
     ``interpreter_fixes.apply`` put in place), from the cache when it holds one for this triton,
     numpy and source, else run and stored."""
-    path = cache_dir() / CACHE_FILE
+    path = json_cache.cache_dir() / CACHE_FILE
     key = cache_key(fixes)
-    data = _read_cache(path)
+    data = json_cache.read(path, _SCHEMA)
     entries = data.get("entries") if isinstance(data.get("entries"), dict) else {}
     hit = entries.get(key)
     if isinstance(hit, dict) and set(hit) >= set(DTYPES) and all(
@@ -419,7 +394,7 @@ def cached_probe(fixes: tuple[str, ...]) -> dict[str, dict[str, str | None]]:
     entries = {k: v for k, v in entries.items() if k != key}
     kept = dict(list(entries.items())[-(CACHE_ENTRIES - 1):])
     kept[key] = results
-    _write_cache(path, {"schema": _SCHEMA, "entries": kept})
+    json_cache.write(path, {"schema": _SCHEMA, "entries": kept})
     return results
 
 
