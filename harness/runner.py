@@ -92,6 +92,12 @@ class NotLoadedSkip(pytest.skip.Exception):
     """The skip of every property of a target that does not load (an error in the table)."""
 
 
+# pytest prints a skip as "<type>: <reason>" ("Skipped: ..." for its own); these two print as
+# pytest's own, so a user's skip summary reads as before (their kind is the type, not the text)
+for _cls in (UnsupportedSkip, NotLoadedSkip):
+    _cls.__module__, _cls.__qualname__ = "builtins", "Skipped"
+
+
 def skip_unsupported(why: str):
     """Skip the running property as unsupported (``why``: the declaration or the configurations)."""
     raise UnsupportedSkip(f"{UNSUPPORTED} ({why})")

@@ -58,11 +58,7 @@ def short_reason(report: pytest.TestReport) -> str:
     (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
     any other failure: its first ``E`` line)."""
     if report.skipped and isinstance(report.longrepr, tuple):
-        text = str(report.longrepr[2])
-        from harness.runner import NotLoadedSkip, UnsupportedSkip
-        for cls in (UnsupportedSkip, NotLoadedSkip):  # (pytest writes a subclass's full name before the message)
-            text = text.removeprefix(f"{cls.__module__}.{cls.__qualname__}: ")
-        return text.removeprefix("Skipped: ")
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
     props = dict(report.user_properties)
     if report.failed or "harness_expected" in props:
         if "harness_failure_kind" in props:
