@@ -23,6 +23,12 @@ def suite_file(suite) -> Path:
     return found[0]
 
 
+def nodes(**tests: str) -> list[str]:
+    """Suite test node ids, ``file_stem="test_a test_b"`` -> ``/abs/suites/.../file.py::test_a``, ...:
+    exactly those tests (``-k test_rmsnorm`` would also select every test of ``test_rmsnorm.py``)."""
+    return [f"{suite_file(stem + '.py')}::{name}" for stem, names in tests.items() for name in names.split()]
+
+
 def suite_source(suite) -> str:
     return suite_file(suite).read_text()
 

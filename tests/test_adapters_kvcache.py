@@ -15,7 +15,7 @@ import pytest
 from harness.loader import load_target
 from harness.outcome import Outcome
 from harness.runner import run
-from planted_support import conformance, run_suite
+from planted_support import conformance, nodes, run_suite
 from harness.suites.kvcache import configs as kvc
 from harness.suites.kvcache import test_paged_kvcache as paged
 
@@ -57,9 +57,9 @@ def test_transformers_decoding_attention_passes_with_options_together(pytester, 
     tables are declared out."""
     report = tmp_path / "report"
     target = "harness.adapters.hf_attention_kvcache"
-    result = run_suite(pytester, ["test_kvcache.py", "test_paged_kvcache.py", "test_kvcache_pairwise.py"], [target],
-                       "test_decode or test_ragged_lengths or test_softcap or test_sinks or test_kvcache "
-                       "or test_paged_agreement", "--conformance-report", str(report))
+    tests = nodes(test_kvcache="test_decode test_ragged_lengths",
+                  test_paged_kvcache="test_softcap test_sinks test_paged_agreement", test_kvcache_pairwise="test_kvcache")
+    result = run_suite(pytester, tests, [target], None, "--conformance-report", str(report))
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
     cells = {p: c for (p, t), c in conformance(report).items() if t == target}
     for prop in ("kvcache.decode", "kvcache.ragged_lengths", "kvcache.softcap", "kvcache.sinks",

@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-from planted_support import conformance, run_suite
+from planted_support import conformance, nodes, run_suite
 
 ADAPTER = "harness.adapters.onnx_attention"
 pytestmark = pytest.mark.optional_libs("onnx")
 
-SLICE = ["test_attention.py", "test_attention_masks.py", "test_sliding_window.py", "test_kvcache.py",
-         "test_paged_kvcache.py", "test_options_together.py", "test_kvcache_pairwise.py"]
-K = ("test_agreement or test_scale or test_gqa or test_causal or test_fully_masked_rows or test_window_extent "
-     "or test_ragged_lengths or test_rolling_window or test_softcap or test_sinks or test_sdpa or test_sliding_window "
-     "or test_kvcache")
+SLICE = nodes(test_attention="test_agreement test_scale test_gqa",
+              test_attention_masks="test_causal test_fully_masked_rows", test_sliding_window="test_window_extent",
+              test_kvcache="test_ragged_lengths test_rolling_window", test_paged_kvcache="test_sinks",
+              test_options_together="test_sdpa test_sliding_window", test_kvcache_pairwise="test_kvcache")
 
 
 def test_onnx_attention_passes_with_its_conventions_named(pytester, tmp_path):
     report = tmp_path / "report"
-    result = run_suite(pytester, SLICE, [ADAPTER], K, "--conformance-report", str(report))
+    result = run_suite(pytester, SLICE, [ADAPTER], None, "--conformance-report", str(report))
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
     cells = {p: c for (p, t), c in conformance(report).items() if t == ADAPTER}
     assert cells["attention.causal"] == "convention:top_left"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from planted_support import conformance, run_suite
+from planted_support import conformance, nodes, run_suite
 
 ADAPTER = "harness.adapters.xformers_varlen"
 pytestmark = pytest.mark.optional_libs("xformers")
@@ -13,7 +13,9 @@ pytestmark = pytest.mark.optional_libs("xformers")
 
 def test_xformers_biases_pass_with_their_limit_unsupported(pytester, tmp_path):
     report = tmp_path / "report"
-    result = run_suite(pytester, ["test_varlen.py", "test_options_together.py"], [ADAPTER], None,
+    tests = nodes(test_varlen="test_agreement test_isolation test_causal test_window test_sinks",
+                  test_options_together="test_varlen")
+    result = run_suite(pytester, tests, [ADAPTER], None,
                        "--conformance-report", str(report))
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
     cells = {p: c for (p, t), c in conformance(report).items() if t == ADAPTER}
