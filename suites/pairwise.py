@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-__all__ = ["Factor", "Options", "covering_rows", "pairs_of", "required_pairs", "row_strategy", "describe"]
+__all__ = ["Factor", "Options", "covering_rows", "pairs_of", "required_pairs", "row_seed", "row_strategy",
+           "describe"]
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,11 @@ def covering_rows(opts: Options) -> tuple[dict, ...]:
 
 def _key(names: list[str], x: tuple, y: tuple) -> tuple:
     return (x, y) if names.index(x[0]) < names.index(y[0]) else (y, x)
+
+
+def row_seed(row: dict, base: int) -> int:
+    """A configuration's seed from its row: fixed per row (a repro replays it), different across rows."""
+    return base + sum(ord(c) for c in repr(sorted(row.items()))) % 1000
 
 
 def row_strategy(opts: Options) -> st.SearchStrategy[dict]:

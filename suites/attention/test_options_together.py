@@ -36,7 +36,7 @@ _EV = pairwise.Factor("Ev", ("E", "other"), ("value",), "Ev = E = 16, or Ev = 24
 
 
 def _seed(row: dict) -> int:
-    return 500 + sum(ord(c) for c in repr(sorted(row.items()))) % 1000
+    return pairwise.row_seed(row, 500)
 
 
 # -- scaled_dot_product_attention -----------------------------------------------------------------

@@ -63,7 +63,7 @@ def _config(row: dict) -> KVCacheConfig:
     prior = _PRIOR[(row["items"], row["length"])]
     E = 32
     rotary = {"none": 0, "half": E // 2, "interleaved": E}[row["rotary"]]
-    seed = 400 + sum(ord(c) for c in repr(sorted(row.items()))) % 1000
+    seed = pairwise.row_seed(row, 400)
     return KVCacheConfig(batch=len(prior), hq=hq, hkv=hkv, E=E, Ev=E if row["Ev"] == "E" else 24, dtype=row["dtype"],
                          seed=seed, chunks=_CHUNKS[row["call"]], lengths=prior, slack=1, window=row["window"],
                          rotary_dim=rotary, interleaved=row["rotary"] == "interleaved", causal=row["causal"],
