@@ -27,7 +27,7 @@ from typing import Any, Callable
 import torch
 
 from harness import options, progress, protocol
-from harness.handles import Remote
+from harness.handles import Remote, call_remote
 
 #: seconds one call into the target may take (``--impl-timeout``), unless the target is given another
 DEFAULT_TIMEOUT = 20.0
@@ -187,7 +187,7 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     see the module docstring. A handle into a target's worker (``harness.handles.Remote``) is
     called there, under the same rules and its worker's limit."""
     if isinstance(fn, Remote):
-        return fn._worker.call(fn, name, args, kwargs)
+        return call_remote(fn, name, args, kwargs)
     limit.refuse_if_hung(id(fn), name)
     seconds = limit.seconds
     inputs = Inputs(name, args, kwargs)

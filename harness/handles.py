@@ -74,6 +74,13 @@ class Remote:
             w.garbage.append(self._ref.oid)
 
 
+def call_remote(fn: Remote, name: str, args: tuple, kwargs: dict, *, wait: bool = True) -> Any:
+    """Call the handle ``fn`` in its worker under the worker's call rules (``guard.call`` and
+    ``runner.submit_call`` come here for a handle): the result, or with ``wait=False`` a
+    ``harness.pending.Pending`` of it."""
+    return fn._worker.call(fn, name, args, kwargs, wait=wait)
+
+
 def is_remote(obj: Any) -> bool:
     """A handle to an object that lives in a worker process."""
     return isinstance(obj, Remote)

@@ -26,7 +26,7 @@ from hypothesis.errors import UnsatisfiedAssumption
 
 from harness import extras, guard, layout, target_ops
 from harness.configs import Config
-from harness.handles import is_module, is_remote, method
+from harness.handles import call_remote, is_module, is_remote, method
 from harness.pending import Pending
 from harness.conventions import ConventionMismatch
 from harness.loader import Target
@@ -211,7 +211,7 @@ def submit_call(target: Target, fn: Any, name: str, *args: Any, **kwargs: Any) -
     """``guard.call(target.limit, fn, name, *args, **kwargs)`` as ``submit`` (``fn``: a handle, e.g.
     the target's module, or a callable here)."""
     if is_remote(fn):
-        return fn._worker.call(fn, name, args, kwargs, wait=False)
+        return call_remote(fn, name, args, kwargs, wait=False)
     return Pending.now(guard.call, target.limit, fn, name, *args, **kwargs)
 
 

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from harness import explain
+
 #: the replays and seconds one failure's shrinking may take (each replay is one run of the property)
 MAX_TRIES = 64
 BUDGET_S = 60.0
@@ -225,7 +227,14 @@ def boundary_failure(original_cfg, failure, replay: Callable[[Any], BaseExceptio
     labelled "boundary example, not shrunk" (``why_not``: why no replay is tried)."""
     from harness.runner import PropertyFailure
     kind = kind_of(original_cfg)
-    cfg, found, tries, stopped = (original_cfg, failure, 0, False) if why_not else shrink(original_cfg, failure, replay)
+    if why_not:
+        cfg, found, tries, stopped = original_cfg, failure, 0, False
+    else:
+        with explain.quietly():  # (replays whose messages nobody reads: no costly explanations)
+            cfg, found, tries, stopped = shrink(original_cfg, failure, replay)
+        if cfg != original_cfg:  # the reported failure, replayed once with its explanation
+            again = replay(cfg)
+            found = again if again is not None and signature(again) == signature(found) else found
     budget = f"; stopped at its budget of {MAX_TRIES} replays or {BUDGET_S:g} s" if stopped else ""
     if cfg == original_cfg:
         why = why_not or (f"no smaller configuration of its kind fails ({tries} tried{budget})" if kind is not None

@@ -21,7 +21,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import tolerance
+from harness import explain, tolerance
 from harness.suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
 from harness.suites.kit import autocast_dtypes, call_under_autocast, check_convention, record_label, run
 from harness.suites import regimes
@@ -73,7 +73,7 @@ def check_relative(target, cfg):
     non-contiguous, per-batch query and key positions leaves every score unchanged."""
     worst, allowed, where = relative_gap(target, cfg)
     if where:
-        raise AssertionError(where + relative_cause(target, cfg))
+        raise AssertionError(where + explain.later(lambda: relative_cause(target, cfg)))
 
 
 def pair_angles(target, D: int, base: float, dtype: torch.dtype, layout: str) -> torch.Tensor:
