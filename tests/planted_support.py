@@ -139,3 +139,9 @@ def release_target(module: str, folder: str, package: str, version: str) -> str:
     if why:
         pytest.skip(why)
     return module
+
+
+def history_of(out: str) -> list:
+    """The calls of the failure's repro line (a history property's configuration)."""
+    config = shlex.split(out.split("repro:", 1)[1].splitlines()[0])[-1]
+    return json.loads(config)["calls"]

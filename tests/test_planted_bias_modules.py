@@ -8,73 +8,19 @@ planted base, x-transformers (installed) and Hugging Face's T5Attention pass. Re
 x-transformers side by side (``harness/adapters/xtransformers_1_22_1x_alibi.py``): 1.22.16 (its
 cache slices the first queries' rows) fails; 1.22.17, which fixed it, passes. A release that is not
 installed skips with the pip command, unless ``$HARNESS_REQUIRE_RELEASES`` is set (CI).
+
+The planted bugs themselves (each file names the property that catches it) run in
+``tests/test_planted_bugs.py``; this file keeps the controls, declared conventions and releases.
 """
 from __future__ import annotations
 
-import re
-import shlex
-
 import pytest
 
-from harness.cli import main as cli_main
 from planted_support import ROOT, assert_call_program, assert_caught, conformance, release_target, run_suite
 
 PLANTED = ROOT / "tests" / "planted" / "positions"
 TEST = "test_call_sequences"
 ALIBI, T5 = "test_alibi_module.py", "test_t5_bias_module.py"
-SUITE_OF = {"alibi": ALIBI, "t5": T5}
-
-#: planted bug -> what its failure must say (besides the property, the repro and the target)
-BUGS = {
-    "stateful_alibi_rows_from_start.py": ["on a fresh instance the same call is right"],
-    "stateful_alibi_keys_only.py": ["returned shape", "the calls before it on the same instance"],
-    "stateful_t5_values_cached.py": ["the bias was cached after the table changed"],
-    "stateful_t5_buckets_by_key_len.py": ["on a fresh instance the same call is right"],
-}
-
-
-def suite_of(bug: str) -> str:
-    return SUITE_OF[bug.split("_")[1]]
-
-
-def test_table_is_consistent():
-    files = {p.name for p in PLANTED.glob("stateful_alibi_*.py")} | {p.name for p in PLANTED.glob("stateful_t5_*.py")}
-    assert files == set(BUGS), f"unlisted: {sorted(files - set(BUGS))}; missing: {sorted(set(BUGS) - files)}"
-    for bug in BUGS:
-        doc = (PLANTED / bug).read_text()
-        family = "alibi_module" if suite_of(bug) == ALIBI else "t5_bias_module"
-        assert doc.startswith('"""Planted bug') and "Real pattern" in doc, bug
-        assert f"Caught by: {family}.call_sequences" in doc, bug
-
-
-#: the bugs whose repro line is replayed (one per suite)
-REPLAYED = {"stateful_alibi_rows_from_start.py", "stateful_t5_values_cached.py"}
-
-
-@pytest.mark.parametrize("bug", sorted(BUGS), ids=[b.removesuffix(".py") for b in sorted(BUGS)])
-def test_planted_bug_is_caught(pytester, capsys, bug):
-    """Caught in the ci profile, shrunk to a sequence of at least two calls (each planted module
-    gets a first call right). For ``REPLAYED``, the printed repro line replays the shrunk
-    sequence on a fresh instance and fails at the same call, and passes on the correct base."""
-    out = assert_caught(pytester, suite_of(bug), PLANTED / bug, TEST, BUGS[bug])
-    assert len(assert_call_program(out)) >= 2, out[-3000:]
-    if bug in REPLAYED:
-        line = out.split("repro:", 1)[1].splitlines()[0].strip()
-        failing_call = re.search(r"call \d+ of \d+", out).group(0)
-        status, replay = _repro(capsys, line)
-        assert status == 1 and "FAILED" in replay and failing_call in replay, replay[-3000:]
-        status, control = _repro(capsys, line, impl=str(PLANTED / "_base.py"))
-        assert status == 0 and "PASSED" in control, control[-2000:]
-
-
-def _repro(capsys, line: str, impl: str | None = None) -> tuple[int, str]:
-    args = shlex.split(line)
-    assert args[:4] == ["python", "-m", "harness", "repro"], line
-    if impl is not None:
-        args[args.index("--impl") + 1] = impl
-    capsys.readouterr()
-    status = cli_main(args[3:])
-    return status, capsys.readouterr().out
 
 
 @pytest.mark.optional_libs("x_transformers")

@@ -7,59 +7,20 @@ profile, shrunk to a history of at least two calls, with a repro line. Real rele
 rotary-embedding-torch 0.8.2 wrapped as a plain ``apply_rotary_embedding`` (one library module
 per (dim, base), its offset cache used for contiguous positions, as users' code does) is caught;
 0.8.3, wrapped the same way, passes. Controls: ``reference`` and the planted bases pass.
+
+The planted bugs themselves (each file names the property that catches it) run in
+``tests/test_planted_bugs.py``; this file keeps the controls, declared conventions and releases.
 """
 from __future__ import annotations
 
-import json
-import shlex
 
-import pytest
 
-from planted_support import ROOT, assert_caught, conformance, release_target, run_suite
+from planted_support import ROOT, assert_caught, conformance, release_target, run_suite, history_of
 
 SUITE = "test_history.py"
 PLANTED = ROOT / "tests" / "planted"
 
 DIFFERS = "differs after the calls before it on the same target"
-#: (planted target under tests/planted/, the suite test that must fail for it, what it must say)
-BUGS = [
-    ("positions/history_rope_offset_cache.py", "test_apply_rotary_embedding",
-     ["differs after the calls before it on the same target"]),
-    ("positions/history_alibi_slopes_sliced.py", "test_alibi_bias",
-     ["differs after the calls before it on the same target"]),
-    ("bert/history_mlm_probability_buffer.py", "test_mask_tokens", ["with a generator seeded alike"]),
-    ("attention/history_scale_from_first_head_dim.py", "test_scaled_dot_product_attention", [DIFFERS]),
-    ("attention/history_window_mask_cache.py", "test_sliding_window_attention", [DIFFERS]),
-    ("positions/history_alibi_slopes_prefix.py", "test_alibi_slopes", [DIFFERS]),
-    # (the other call, with another bucket count, is itself wrong: judged by the single-call check)
-    ("positions/history_t5_max_exact_kept.py", "test_t5_relative_position_bucket", ["Mesh TF formula"]),
-    ("bert/history_kd_temperature_kept.py", "test_distillation_loss", [DIFFERS]),
-    ("varlen/history_sequences_by_packed_shape.py", "test_attention_varlen", [DIFFERS]),
-]
-
-
-def history_of(out: str) -> list:
-    """The calls of the failure's repro line."""
-    config = shlex.split(out.split("repro:", 1)[1].splitlines()[0])[-1]
-    return json.loads(config)["calls"]
-
-
-def test_table_is_consistent():
-    files = {str(p.relative_to(PLANTED)) for p in PLANTED.glob("*/history_*.py")}
-    listed = {b for b, _, _ in BUGS}
-    assert files == listed, f"unlisted: {sorted(files - listed)}; missing: {sorted(listed - files)}"
-    for bug, test, _ in BUGS:
-        doc = (PLANTED / bug).read_text()
-        assert doc.startswith('"""Planted bug') and "Real pattern" in doc, bug
-        assert f"Caught by: history.{test.removeprefix('test_')}" in doc, bug
-
-
-@pytest.mark.parametrize("bug,test,messages", BUGS, ids=[b.split("/")[-1].removesuffix(".py") for b, _, _ in BUGS])
-def test_planted_bug_is_caught(pytester, bug, test, messages):
-    """Caught in the ci profile, shrunk to a history of at least two calls (each call alone is
-    right on every planted target)."""
-    out = assert_caught(pytester, SUITE, PLANTED / bug, test, messages)
-    assert len(history_of(out)) >= 2, out[-3000:]
 
 
 def test_correct_targets_pass(pytester, tmp_path):

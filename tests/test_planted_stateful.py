@@ -8,71 +8,21 @@ pairing named. Real releases of rotary-embedding-torch (installed side by side, 
 ``harness/adapters/rotary_embedding_torch_<version>.py``): 0.2.6 (cache keyed on the length only) and 0.8.2 (a call at an offset
 writes the table's first rows) fail; 0.2.7 and 0.8.3, which fixed them, pass. A release that
 is not installed skips with the pip command, unless ``$HARNESS_REQUIRE_RELEASES`` is set (CI).
+
+The planted bugs themselves (each file names the property that catches it) run in
+``tests/test_planted_bugs.py``; this file keeps the controls, declared conventions and releases.
 """
 from __future__ import annotations
 
-import re
-import shlex
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-from harness.cli import main as cli_main
 from planted_support import ROOT, assert_call_program, assert_caught, conformance, release_target, run_suite
 
 SUITE, TEST, PROPERTY = "test_rope_module.py", "test_call_sequences", "rope_module.call_sequences"
 PLANTED = ROOT / "tests" / "planted" / "positions"
-
-#: planted bug -> what its failure must say (besides the property, the repro and the target)
-BUGS = {
-    "stateful_rope_stale_length.py": ["returned shape", "the calls before it on the same instance"],
-    "stateful_rope_offset_not_in_key.py": ["on a fresh instance the same call is right"],
-    "stateful_rope_offset_cache_rows.py": ["on a fresh instance the same call is right"],
-    "stateful_rope_dtype_kept.py": ["on a fresh instance the same call is right"],
-}
-
-
-def test_table_is_consistent():
-    files = {p.name for p in PLANTED.glob("stateful_rope_*.py")}
-    assert files == set(BUGS), f"unlisted: {sorted(files - set(BUGS))}; missing: {sorted(set(BUGS) - files)}"
-    for bug in BUGS:
-        doc = (PLANTED / bug).read_text()
-        assert doc.startswith('"""Planted bug') and "Real pattern" in doc and f"Caught by: {PROPERTY}" in doc, bug
-
-
-#: the bug whose repro line is replayed (one is enough: the replay path is the same for all)
-REPLAYED = "stateful_rope_offset_cache_rows.py"
-
-
-@pytest.mark.parametrize("bug", sorted(BUGS), ids=[b.removesuffix(".py") for b in sorted(BUGS)])
-def test_planted_bug_is_caught(pytester, capsys, bug):
-    """Caught in the ci profile, shrunk to a sequence of at least two calls (one call alone
-    is right on every planted module). For ``REPLAYED``, the printed repro line replays the
-    shrunk sequence on a fresh instance and fails at the same call, and the same sequence
-    passes on the correct base."""
-    out = assert_caught(pytester, SUITE, PLANTED / bug, TEST, BUGS[bug])
-    assert len(assert_call_program(out)) >= 2, out[-3000:]
-    if bug == REPLAYED:
-        line = out.split("repro:", 1)[1].splitlines()[0].strip()
-        failing_call = re.search(r"call \d+ of \d+", out).group(0)
-        status, replay = _repro(capsys, line)
-        assert status == 1 and "FAILED" in replay and failing_call in replay, replay[-3000:]
-        status, control = _repro(capsys, line, impl=PLANTED / "_base.py")
-        assert status == 0 and "PASSED (convention:rotate_half)" in control, control[-2000:]
-
-
-def _repro(capsys, line: str, impl: Path | None = None) -> tuple[int, str]:
-    """Run a repro line through the CLI here (``impl``: with that target instead of the one it
-    names); returns (exit status, output)."""
-    args = shlex.split(line)
-    assert args[:4] == ["python", "-m", "harness", "repro"], line
-    if impl is not None:
-        args[args.index("--impl") + 1] = str(impl)
-    capsys.readouterr()
-    status = cli_main(args[3:])
-    return status, capsys.readouterr().out
 
 
 def test_correct_modules_pass(pytester, tmp_path):

@@ -20,6 +20,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+import planted_index
 from planted_support import assert_caught, run_suite
 from triton_tiers import TIERS, full_tier_only, use_tier
 
@@ -29,19 +31,8 @@ PLANTED = ROOT / "tests" / "planted" / "triton"
 pytestmark = pytest.mark.optional_libs("triton")
 NEEDS_LIGER = pytest.mark.optional_libs("liger_kernel")
 
-#: (planted target, suite file, the one suite test that must fail for it, what the failure says)
-BUGS = [
-    ("fa_last_tile_unmasked.py", "test_attention.py", "test_agreement", ()),
-    ("fa_no_rescale.py", "test_attention.py", "test_agreement", ()),
-    ("fa_causal_skip_early.py", "test_attention_masks.py", "test_causal", ()),
-    ("fa_gqa_head_off_by_one.py", "test_attention.py", "test_gqa", ()),
-    ("fa_bwd_no_delta.py", "test_attention_grad.py", "test_agreement", ()),
-    ("rms_bwd_no_rstd.py", "test_norm_grad.py", "test_rmsnorm", ()),
-    ("decode_past_seqlen.py", "test_kvcache.py", "test_unfilled_slots", ()),
-    ("norms_eps_float_arg.py", "test_layernorm.py", "test_eps_honoured", ()),
-    ("fa_scale_float_arg.py", "test_attention.py", "test_scale", ()),
-    ("rms_bf16_read_as_fp16.py", "test_rmsnorm.py", "test_large_values", ()),  # bfloat16 only: needs the interpreter fixes
-]
+#: the planted kernels, each described by its own docstring (``Caught by:``, ``Message:``: tests/planted_index.py)
+BUGS = planted_index.planted("triton")
 
 
 #: the smoke tier in CI; the full tier (what ``pytest suites --impl file.py`` runs) opt-in: ~30 s more
@@ -49,10 +40,10 @@ ALL_TIERS = [TIERS[0], pytest.param(TIERS[1], marks=full_tier_only("~30 s of CPU
 
 
 @pytest.mark.parametrize("tier", ALL_TIERS)
-@pytest.mark.parametrize("bug,suite,test,messages", BUGS, ids=[b[0] for b in BUGS])
-def test_planted_triton_bug_caught(pytester, monkeypatch, bug, suite, test, messages, tier):
+@pytest.mark.parametrize("bug", BUGS, ids=[b.path.name for b in BUGS])
+def test_planted_triton_bug_caught(pytester, monkeypatch, bug, tier):
     use_tier(monkeypatch, tier)
-    out = assert_caught(pytester, suite, PLANTED / bug, test, messages)
+    out = assert_caught(pytester, bug.suite, bug.path, bug.test, bug.messages)
     assert "interpreted (TRITON_INTERPRET=1)" in out, "the header does not say the target is interpreted"
 
 

@@ -32,6 +32,8 @@ from harness import reference
 from harness import declarations, guard, protocol
 from harness.protocol import Name, params_of
 
+import planted_index
+
 ROOT = Path(__file__).resolve().parents[1]
 #: planted targets that test the harness itself (hostile code, worker isolation, consistency
 #: backends), not one protocol name's properties
@@ -74,12 +76,14 @@ def top_level_names(path: Path) -> set[str]:
 
 @functools.cache
 def planted_bugs() -> dict[str, tuple[str, ...]]:
-    """name -> the planted bugs that define it and that a self-test (tests/test_*.py) names."""
+    """name -> the planted bugs that define it and that a self-test runs: described by their docstring
+    (``tests/planted_index.py``: tests/test_planted_bugs.py runs each) or named by a tests/test_*.py."""
     self_tests = "".join(p.read_text() for p in sorted((ROOT / "tests").glob("*.py")))
     out: dict[str, list[str]] = {}
     for path in sorted((ROOT / "tests" / "planted").rglob("*.py")):
         rel = path.relative_to(ROOT / "tests" / "planted")
-        if path.name.startswith("_") or rel.parts[0] in HARNESS_PLANTED or path.stem not in self_tests:
+        if path.name.startswith("_") or rel.parts[0] in HARNESS_PLANTED or (
+                path.stem not in self_tests and planted_index.describe(path) is None):
             continue
         for name in top_level_names(path) & set(protocol.NAMES):
             out.setdefault(name, []).append(str(rel))

@@ -5,6 +5,7 @@ in-place op, which autocast does not cast, raises a dtype mismatch. Outside auto
 Real pattern: fp32 accumulators updated in place with autocast-lowered operands (``out.addmm_``,
 ``acc.baddbmm_``), a frequent "works in eval, crashes in mixed-precision training" report.
 Caught by: attention.autocast.
+Message: implementation error
 """
 import pathlib
 import sys

@@ -6,6 +6,9 @@ Real pattern: a FlashAttention >= 2.1 kernel (bottom-right since 2.1) wrapped be
 torch's SDPA signature; results differ from torch whenever L != S.
 Caught by: attention.causal (convention mismatch). The same code with
 HARNESS_CONVENTIONS declared passes (causal_bottom_right_declared.py).
+Message: convention mismatch
+Message: bottom_right
+Message: HARNESS_CONVENTIONS
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: ``torch.triu(torch.ones(L, S), diagonal=0)`` instead of ``diagonal
 when building the "future" mask -- the classic causal-mask off-by-one of
 from-scratch transformer code. Caught by: attention.causal (the measured
 visibility matches no known alignment).
+Message: convention mismatch
+Message: matches no known convention
 """
 import math
 

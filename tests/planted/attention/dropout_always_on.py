@@ -4,6 +4,7 @@ whose ``training`` argument defaults to True, so it is applied even with dropout
 Real pattern: ``F.dropout(attn, p=config.attention_dropout)`` without
 ``training=self.training`` -- dropout at inference, non-deterministic outputs.
 Caught by: attention.dropout_zero.
+Message: dropout_p=0.0
 """
 import pathlib
 import sys

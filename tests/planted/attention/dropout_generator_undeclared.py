@@ -5,6 +5,9 @@ Real pattern: a kernel ported from a codebase that threads explicit generators; 
 relies on ``torch.manual_seed`` for reproducibility silently loses it. Not a bug if intended: the
 failure names the convention and the declaration that accepts it.
 Caught by: attention.dropout_seeded (a convention mismatch naming dropout_rng = generator).
+Message: convention mismatch
+Message: dropout_rng: the code follows generator
+Message: HARNESS_CONVENTIONS
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@ ones by 1/(1-p), so the expected output shrinks by (1-p).
 
 Real pattern: a hand-written kernel that applies the Philox keep mask to P and forgets the
 ``1 / (1 - p)`` factor (or applies it to the wrong tensor). Caught by: attention.dropout_scaling.
+Message: kept weights must be 1/(1-p)
 """
 import pathlib
 import sys

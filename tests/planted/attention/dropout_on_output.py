@@ -3,6 +3,7 @@
 Real pattern: ``nn.Dropout`` moved after ``attn @ v`` while refactoring an attention block into a
 fused call (the residual dropout and the attention dropout confused). Its keep rate and scale are
 right, so only where the mask acts tells. Caught by: attention.dropout_on_weights.
+Message: acts on the output or on the values
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@ shared by every query, instead of one per attention weight.
 
 Real pattern: a kernel that draws the dropout mask per key block (indexed by the key position
 only) rather than per (query, key) element. Caught by: attention.dropout_fresh_masks.
+Message: dropout acts on the values
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ masks).
 Real pattern: a kernel library keeping its own Philox seed/offset state instead of reading torch's
 RNG (a checkpointed-and-resumed run then differs from an uninterrupted one).
 Caught by: attention.dropout_seeded.
+Message: torch.manual_seed
+Message: matches no known convention
 """
 import pathlib
 import sys

@@ -2,6 +2,7 @@
 
 Real pattern: a fused kernel wrapper whose signature mirrors torch's SDPA but never forwards
 ``dropout_p`` to the kernel (the value is silently dropped). Caught by: attention.dropout_keep_rate.
+Message: dropout_p is ignored
 """
 import pathlib
 import sys

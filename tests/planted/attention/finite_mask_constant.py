@@ -4,6 +4,7 @@ of being excluded, so a masked key whose score is itself ~1e4 still wins the sof
 Real pattern: BERT/GPT-2-era extended attention masks ``(1.0 - mask) * -10000.0``
 (Hugging Face transformers before the switch to ``finfo.min``).
 Caught by: attention.bool_mask (masked keys set to +-1e4 leak).
+Message: changed the output
 """
 import pathlib
 import sys

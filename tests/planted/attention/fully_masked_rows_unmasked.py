@@ -5,6 +5,7 @@ zeros, NaN nor the uniform average.
 Real pattern: Hugging Face's ``AttentionMaskConverter._unmask_unattended``, which
 does exactly this before memory-efficient SDPA and relies on the caller ignoring
 those rows. Caught by: attention.fully_masked_rows (matches no known convention).
+Message: fully_masked_rows: the behaviour matches no known convention
 """
 import pathlib
 import sys

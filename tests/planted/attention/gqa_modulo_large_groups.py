@@ -3,6 +3,7 @@ h % Hkv (tiled) instead of h // (Hq / Hkv); groups of 2 and 3 use the right mapp
 
 Real pattern: a kernel with a separate "large group" launch path (packing several query heads
 per program) whose head index uses ``off_h % H_KV``. Caught by: attention.gqa.
+Message: read KV head
 """
 import pathlib
 import sys

@@ -4,6 +4,8 @@
 Real pattern: ``k.repeat(1, group, 1, 1)`` / ``k.expand`` on the wrong axis order when
 porting grouped-query attention (Llama-2-70B, Mistral); Hugging Face's ``repeat_kv``
 exists to get this order right. Caught by: attention.gqa.
+Message: repeat_interleave
+Message: read KV head
 """
 import pathlib
 import sys

@@ -5,6 +5,7 @@ and positions are mixed whenever H > 1 and N > 1.
 Real pattern: ``x.view(B, H, L, D)`` on a (B, L, H*D) projection instead of
 ``x.view(B, L, H, D).transpose(1, 2)`` -- the classic multi-head reshape bug.
 Caught by: attention.multi_head.
+Message: differs from attention on head
 """
 import pathlib
 import sys

@@ -6,6 +6,7 @@ Real pattern: a kernel wrapper that sets ``self.softmax_scale = head_dim ** -0.5
 first forward (or a module-level ``_SCALE`` filled once) and is then shared by layers or models
 with another head dim.
 Caught by: history.scaled_dot_product_attention (a call with another E after the first).
+Message: differs after the calls before it on the same target
 """
 import math
 import pathlib

@@ -5,6 +5,7 @@ Real pattern: a mask cache ``self._masks[(q_len, k_len)]`` (or ``functools.lru_c
 helper that reads the window from a config captured at the first call), shared by layers with
 different windows (Gemma 2 / Mistral variants alternate local and global layers).
 Caught by: history.sliding_window_attention (the first call again with another window).
+Message: differs after the calls before it on the same target
 """
 import pathlib
 import sys

@@ -4,6 +4,8 @@ caller's tensor.
 Real pattern: ``q *= self.scaling`` as a memory optimization (fairseq-style), moved
 into a function that receives a tensor the caller still owns.
 Caught by: attention.agreement (the guard reports "modified its input in place").
+Message: implementation error
+Message: modified its input in place
 """
 import math
 import pathlib

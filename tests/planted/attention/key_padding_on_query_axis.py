@@ -4,6 +4,7 @@ right. With L != S the transposed mask does not broadcast, so the kernel only "w
 
 Real pattern: a kernel that normalises a 4-D mask with ``mask.transpose(-1, -2)`` assuming a
 (B, H, S, L) layout, exercised only with full masks in its tests. Caught by: attention.mask_shapes.
+Message: (B, 1, 1, S) key padding
 """
 import pathlib
 import sys

@@ -5,6 +5,7 @@ The result depends on where the largest score sits in the key order.
 Real pattern: the most common FlashAttention re-implementation bug: forgetting
 ``acc *= exp(m_old - m_new)`` in the inner loop. Caught by: attention.permutation
 (permuting keys and values together changes the output).
+Message: keys and values permuted together
 """
 import pathlib
 import sys

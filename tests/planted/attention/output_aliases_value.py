@@ -4,6 +4,7 @@ of the caller's value tensor, and the caller's next in-place op on one changes t
 
 Real pattern: decode-time fast paths (``S == 1``) that return a view instead of new memory.
 Caught by: attention.layouts (and the output-aliasing check of every call).
+Message: shares the memory of its argument 2
 """
 import pathlib
 import sys

@@ -4,6 +4,8 @@ Real pattern: ``softmax(..., dtype=torch.float32)`` upcasts without the matching
 ``.to(query.dtype)`` (eager attention in several model ports), doubling activation
 memory and breaking dtype contracts downstream.
 Caught by: attention.agreement (the guard reports "returned dtype").
+Message: implementation error
+Message: returned dtype torch.float32
 """
 import pathlib
 import sys

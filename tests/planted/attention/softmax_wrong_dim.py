@@ -4,6 +4,7 @@
 Real pattern: ``F.softmax(scores, dim=1)`` / ``nn.Softmax(dim=-2)`` in from-scratch
 attention code (and the implicit-dim softmax that torch deprecated for this reason).
 Caught by: attention.convex_combination.
+Message: not a convex combination
 """
 import pathlib
 import sys

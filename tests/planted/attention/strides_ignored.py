@@ -4,6 +4,7 @@ projection or of wider rows is read wrongly; contiguous inputs are right.
 
 Real pattern: a Triton/CUDA launch that passes ``q.data_ptr()`` and computes offsets from the
 shape instead of passing ``q.stride()``. Caught by: attention.layouts.
+Message: strides
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@
 Real pattern: hand-written ``torch.exp(scores) / torch.exp(scores).sum(-1)`` in
 from-scratch attention code and naive custom kernels.
 Caught by: attention.numerical_range (scores up to +-300).
+Message: NaN where the reference is
 """
 import pathlib
 import sys

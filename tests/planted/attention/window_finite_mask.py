@@ -5,6 +5,7 @@ Real pattern: sliding-window masks built additively with a finite constant (-1e4
 the fp16-safe value of older code) instead of -inf / a boolean mask.
 Caught by: sliding_window.outside_window (keys outside the window set to +-1e4 leak);
 ordinary inputs agree with the reference.
+Message: lie outside every window
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@ to window - 1 future keys.
 
 Real pattern: Longformer/BigBird-style bidirectional local attention reused for a
 causal decoder. Caught by: sliding_window.window_extent.
+Message: matches no known convention
 """
 import pathlib
 import sys

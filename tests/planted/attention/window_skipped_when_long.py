@@ -5,6 +5,7 @@ decoding with L = 1) the window is then never applied.
 Real pattern: "window covers the sequence -> use the causal kernel" checks that
 compare with the query length instead of the key length (sliding-window-with-cache
 bugs in Mistral/Mixtral generation code). Caught by: sliding_window.window_extent.
+Message: matches no known convention
 """
 import pathlib
 import sys

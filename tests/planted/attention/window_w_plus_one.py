@@ -5,6 +5,7 @@ Real pattern: FlashAttention's ``window_size=(w, 0)`` sees w + 1 keys; passing a
 model's ``sliding_window`` straight through (instead of ``sliding_window - 1``) was a
 real off-by-one in Mistral ports. Caught by: sliding_window.window_extent.
 The same code declared (window_w_plus_one_declared.py) passes.
+Message: window_extent: the code follows w+1
 """
 import pathlib
 import sys

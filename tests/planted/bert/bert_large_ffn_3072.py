@@ -3,6 +3,7 @@
 Real pattern: a hand-written config dict for the large model that copies
 ``intermediate_size=3072`` from base (the default of ``BertConfig``); the model still runs,
 with 50 M fewer parameters (285 M). Caught by: models.param_count.
+Message: BERT-large
 """
 from transformers import BertModel
 

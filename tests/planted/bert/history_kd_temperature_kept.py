@@ -5,6 +5,7 @@ Real pattern: a distillation criterion built once as ``KDLoss(T=cfg.temperature)
 wrapper caches the instance on first use, while a temperature schedule (annealing T over
 training, as DistilBERT-style recipes try) passes a new T each step.
 Caught by: history.distillation_loss (another temperature after the first call).
+Message: differs after the calls before it on the same target
 """
 import pathlib
 import sys

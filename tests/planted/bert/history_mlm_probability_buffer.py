@@ -7,6 +7,7 @@ Real pattern: a data collator "optimised" to reuse a preallocated ``probability_
 (Hugging Face's ``DataCollatorForLanguageModeling`` builds ``torch.full(labels.shape, p)`` afresh
 and calls ``masked_fill_`` on that new tensor; reusing the buffer keeps every earlier fill).
 Caught by: history.mask_tokens (batches of one shape with other special positions, then the first again).
+Message: with a generator seeded alike
 """
 import pathlib
 import sys

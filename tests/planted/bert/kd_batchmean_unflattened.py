@@ -3,6 +3,7 @@
 Real pattern: ``kl_div(log_p_student, p_teacher, reduction="batchmean")`` on 3-D token logits;
 torch's batchmean divides by input.size(0) = B, so the loss is the sum over the S positions
 of each sequence. DistilBERT flattens to (B*S, V) first. Caught by: distillation.reduction.
+Message: batch size B only
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: ``kl_div(log_softmax(teacher), softmax(student))`` -- torch's kl_div takes the
 *target* distribution second, and swapping the arguments gives the reverse (mode-seeking) KL.
 Caught by: distillation.direction.
+Message: KL(student || teacher)
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: ``torch.log(F.softmax(s / T))`` underflows to log(0) = -inf once a logit gap
 exceeds ~100 (float32) or ~17 (float16), so the loss becomes inf. Caught by:
 distillation.agreement.
+Message: inf
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: Hinton et al. note that soft-target gradients scale as 1/T^2 and multiply by
 T^2; implementations that drop it silently down-weight distillation as T grows. Caught by:
 distillation.temperature.
+Message: without the T^2 factor
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: soft-target cross-entropy has the same gradient as the KL but differs by the
 teacher's entropy H(p_T): it is not 0 when the student matches the teacher, which breaks
 loss-based monitoring and early stopping. Caught by: distillation.nonnegative.
+Message: entropy
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: ``kl_div(..., reduction="sum")`` without dividing by the number of rows: the
 loss (and the learning rate it implies) grows with batch size and sequence length. Caught by:
 distillation.reduction.
+Message: the sum over rows
 """
 import pathlib
 import sys

@@ -2,6 +2,7 @@
 
 Real pattern: ``softmax(teacher_logits)`` where ``softmax(teacher_logits / T)`` was meant
 (teacher probabilities precomputed at T = 1 and cached). Caught by: distillation.temperature.
+Message: softens only the student
 """
 import pathlib
 import sys

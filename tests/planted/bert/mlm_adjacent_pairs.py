@@ -3,6 +3,7 @@
 Real pattern: whole-word / span masking (SpanBERT-style) used where BERT's token-level
 masking is claimed: the rate can be right while tokens are no longer selected independently.
 Caught by: mlm.independence.
+Message: matches no known convention
 """
 import pathlib
 import sys

@@ -3,6 +3,8 @@
 Real pattern: ``randperm`` over all non-special positions of the batch, first round(N p) taken:
 each batch has the same count, rows are no longer independent (a per-batch fixed count).
 Caught by: mlm.independence.
+Message: mlm_selection: the code follows fixed_count
+Message: batches
 """
 import pathlib
 import sys

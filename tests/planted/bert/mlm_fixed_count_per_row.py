@@ -3,6 +3,9 @@
 Real pattern: Google's create_pretraining_data.py selects a fixed count per sequence (a
 legitimate convention, ``mlm_selection: fixed_count``); code that does so while claiming the
 independent scheme of transformers' collator is reported. Caught by: mlm.independence.
+Message: convention mismatch
+Message: mlm_selection: the code follows fixed_count
+Message: HARNESS_CONVENTIONS
 """
 import pathlib
 import sys

@@ -2,6 +2,7 @@
 
 Real pattern: ``labels = input_ids.clone()`` with the ``labels[~masked] = -100`` line
 forgotten: the model is trained to copy its unmasked input. Caught by: mlm.labels.
+Message: has a label
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: labels built with ``torch.zeros_like`` and filled at the selected positions;
 0 is a real token id ([PAD]), so the loss trains every position to predict [PAD]. Caught by:
 mlm.labels.
+Message: neither -100 nor the original id
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: ``randint(len(tokenizer))`` after tokens were added to the tokenizer but not to
 the model (``len(tokenizer) > config.vocab_size``): ids past the embedding table, an index
 error or garbage at train time. Caught by: mlm.replacement_split.
+Message: outside the vocabulary
 """
 import pathlib
 import sys

@@ -4,6 +4,8 @@ Real pattern: a rate that drifted from the configured one -- a stale hard-coded 
 a budget computed from another quantity (e.g. 15 % of the non-padding tokens scaled by a
 stale 13/15) -- invisible in training logs. The smallest effect the selection test must
 catch. Caught by: mlm.selection_rate.
+Message: mlm_probability = 0.15
+Message: a correct implementation is within
 """
 import pathlib
 import sys

@@ -2,6 +2,8 @@
 
 Real pattern: a slightly wrong cumulative threshold (``u < 0.78``); the smallest split error
 the replacement test must catch. Caught by: mlm.replacement_split.
+Message: expected 80/10/10
+Message: mask by -
 """
 import pathlib
 import sys

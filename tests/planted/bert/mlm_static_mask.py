@@ -3,6 +3,7 @@
 Real pattern: masks computed once in preprocessing and cached (BERT's original pipeline,
 which RoBERTa replaced with dynamic masking), here a cache keyed by the batch content.
 Caught by: mlm.dynamic_masking.
+Message: static masking
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a ``BertModel`` built from a config with ``is_decoder=True`` (copied from a
 ``BertLMHeadModel`` / generation setup) silently applies a causal mask, so the "bidirectional"
 encoder sees only the left context. Caught by: models.dependency.
+Message: but the model is causal
 """
 from harness.reference.dependency_models import build_bert_like
 

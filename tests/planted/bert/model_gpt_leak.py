@@ -3,6 +3,7 @@
 Real pattern: the language-model shift applied to the inputs instead of the labels (or a
 causal mask built with ``torch.triu(..., diagonal=2)``): position i then reads token i + 1,
 the very token it is trained to predict. Caught by: models.dependency.
+Message: none of bidirectional/causal/concat_unidirectional
 """
 import torch
 from torch import nn

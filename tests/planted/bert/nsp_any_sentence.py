@@ -3,6 +3,7 @@
 Real pattern: "random sentence" sampled without excluding A's document (BERT's
 create_pretraining_data.py retries until the random document differs), so some NotNext
 pairs are in fact consecutive: wrong labels. Caught by: models.nsp.
+Message: labelled NotNext (1), but B
 """
 import torch
 

@@ -3,6 +3,7 @@
 Real pattern: an embedding layer ported from a RoBERTa/GPT-style model (no segments) under
 a BERT checkpoint: ``token_type_ids`` are accepted and ignored, so sentence A and B look alike
 (NSP and pair tasks lose their signal). Caught by: models.embedding_sum.
+Message: segment ids change nothing
 """
 from harness.reference.bert import InputEmbedding
 

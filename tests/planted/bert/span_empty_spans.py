@@ -3,6 +3,7 @@
 Real pattern: the random segmentation draws cut points with ``randint`` (duplicates allowed)
 instead of distinct ones, producing zero-length segments: sentinels with nothing to predict
 and noise spans with no kept token between them. Caught by: span_corruption.spans.
+Message: empty
 """
 import pathlib
 import sys

@@ -2,6 +2,7 @@
 
 Real pattern: ``<extra_id_0>`` used for every span (a single [MASK]-like id), so the decoder
 cannot tell which span it is restoring. Caught by: span_corruption.sentinels.
+Message: sentinels are
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ Real pattern: a tiled causal backward whose mask on the diagonal block is off by
 forward kernel masks j > i, the backward kernel j > i + 1), so gradient leaks into the next,
 future key; the forward output is right.
 Caught by: attention_grad.causal
+Message: must be exactly 0
 """
 import pathlib
 import sys

@@ -6,6 +6,9 @@ with atomicAdd, in the order the blocks finish; float addition is not associativ
 of dQ change from run to run. Named ``backward_determinism: nondeterministic`` (and passes when
 declared so); here it declares ``deterministic``, a convention mismatch.
 Caught by: attention_grad.deterministic
+Message: convention mismatch
+Message: backward_determinism: the code follows nondeterministic
+Message: differ bitwise
 """
 import pathlib
 import sys

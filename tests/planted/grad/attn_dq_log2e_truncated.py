@@ -6,6 +6,8 @@ a few parts in a million in dQ only: inside the float32/half tolerance (the floo
 the largest gradient in float32), visible to a float64 gradcheck (attention_grad.agreement sees it
 too, but only in its float64 examples, for a target that supports float64).
 Caught by: attention_grad.gradcheck
+Message: Jacobian mismatch for output 0 with respect to input 0
+Message: worst: d output
 """
 import math
 import pathlib

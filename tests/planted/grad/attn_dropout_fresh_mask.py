@@ -5,6 +5,8 @@ the RNG (as FlashAttention does, from the saved Philox seed and offset) but does
 forward's RNG state first, so the backward's mask is a new draw: dV and dP see other weights than
 the output was computed with; the forward is right and passes every dropout property.
 Caught by: attention_grad.dropout_mask
+Message: the backward's dropout mask differs from the forward's
+Message: not draw a fresh one
 """
 import pathlib
 import sys

@@ -4,6 +4,8 @@ Real pattern: a hand-written backward that reuses the saved boolean keep mask (d
 dP = (dO V^T) * D) and forgets that the forward multiplied the kept weights by 1/(1 - p): every
 gradient through the weights is (1 - p) times too small; the forward is right.
 Caught by: attention_grad.dropout_scaling
+Message: S * dV^T
+Message: must be rescaled by 1/(1-p)
 """
 import pathlib
 import sys

@@ -3,6 +3,8 @@
 Real pattern: a backward that recomputes P for dV = P^T dO without re-applying the mask (the
 forward masks, the backward tile loop for dV does not); masked keys then receive gradient.
 Caught by: attention_grad.bool_mask
+Message: dv of masked keys
+Message: must be exactly 0
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ Real pattern: a GQA backward that writes dK/dV per query head into a KV-head-siz
 last or first writer wins) instead of accumulating over the group (FlashAttention sums the
 expanded dk/dv over the group with a reshape + sum).
 Caught by: attention_grad.gqa
+Message: the backward must sum over the query group
 """
 import pathlib
 import sys

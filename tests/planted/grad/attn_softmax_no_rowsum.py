@@ -4,6 +4,7 @@ P * (dP - rowsum(P * dP)).
 Real pattern: a hand-written attention backward that differentiates softmax as if it were an
 elementwise exp (the "D_i = rowsum(dO * O)" preprocessing kernel of FlashAttention left out).
 Caught by: attention_grad.value_shift
+Message: after adding c =
 """
 import pathlib
 import sys

@@ -6,6 +6,8 @@ separate output (dresidual); a block whose backward passes on only the gradient 
 norm and the sublayer, dx = J^T g instead of g + J^T g, trains a network whose skip connections
 carry no gradient. The forward x + f(norm(x)) is right and passes norm_placement.placement.
 Caught by: norm_grad.residual_block
+Message: dx of residual_block
+Message: identity gradient
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a custom embedding backward written with ``grad[positions] = g`` (index_put without
 accumulate), so a position used n times gets one of its n upstream rows, not their sum.
 Caught by: position_grad.embedding_sum
+Message: must be the sum of the upstream rows
 """
 import pathlib
 import sys

@@ -7,6 +7,9 @@ the module's (torch's default 1e-5): dx is off by a factor sqrt((var + 1e-5) / (
 names the worst Jacobian element (norm_grad.layernorm sees it too where a large eps is drawn,
 and in its float64 examples).
 Caught by: norm_grad.gradcheck
+Message: gradcheck of LayerNorm
+Message: Jacobian mismatch
+Message: worst: d output
 """
 import pathlib
 import sys

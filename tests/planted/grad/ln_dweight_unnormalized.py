@@ -3,6 +3,7 @@
 Real pattern: a fused backward that reads the saved *input* where it should read the saved
 normalized activations (both are kept for the backward; the names differ by one letter).
 Caught by: norm_grad.layernorm
+Message: dweight of LayerNorm
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ dx = rstd * (gw - xhat * mean(gw * xhat)) instead of rstd * (gw - mean(gw) - xha
 Real pattern: a hand-derived LayerNorm backward that differentiates through the variance but
 treats the mean as a constant (forgets that every x_j enters mean(x)).
 Caught by: norm_grad.shift_invariance
+Message: the backward lacks the mean-of-gradient term
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a custom RMSNorm autograd.Function (or a detach() of the rms "for stability") that
 drops the -x rstd^3 mean(gw x) term, the derivative of the rms itself.
 Caught by: norm_grad.rmsnorm
+Message: dx of RMSNorm
 """
 import pathlib
 import sys

@@ -7,6 +7,9 @@ up to 2e-3, so dx is off far past float64's tolerance, while every float32 and h
 gradient is exactly right. A float64 gradcheck names the worst Jacobian element
 (position_grad.rope_inverse sees it too, in its float64 examples).
 Caught by: position_grad.gradcheck
+Message: gradcheck of apply_rotary_embedding
+Message: Jacobian mismatch
+Message: worst: d output
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a fused RoPE kernel whose backward reuses the forward kernel with the same sin
 (the transpose of a rotation needs -sin); per-pair norms are still preserved.
 Caught by: position_grad.rope_inverse
+Message: RoPE(dx)
 """
 import pathlib
 import sys

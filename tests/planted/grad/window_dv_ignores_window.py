@@ -4,6 +4,7 @@ Real pattern: a sliding-window kernel whose block skipping is implemented in the
 dQ/dK kernels but not in the separate dV kernel, which iterates over all key blocks with no band
 mask; the forward output, dQ and dK are right.
 Caught by: window_grad.agreement
+Message: dv (window=
 """
 import pathlib
 import sys

@@ -5,6 +5,7 @@ Real pattern: a decode path written for q_len == 1 (no mask needed) reused for c
 or speculative-decoding verification (q_len > 1), where the queries of a chunk then see the
 chunk's later tokens. The prefill and single-token steps are right; only a chunk of two or more
 tokens after the first call is wrong. Caught by: kvcache.chunked_prefill.
+Message: against one causal call
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: a kernel (or a "fast path") that reads only the first block-table 
 strides through the pool from there, correct only while the allocator hands out consecutive
 pages (a fresh pool, one sequence at a time); after frees and reuse the pages are scattered.
 Writes go through the table. Caught by: kvcache.paged_layout_invisible.
+Message: pages in order and permuted
+Message: the outputs differ
 """
 import pathlib
 import sys

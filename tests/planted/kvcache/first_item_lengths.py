@@ -4,6 +4,7 @@ Real pattern: a kernel launched with one scalar ``seqlen_k`` for the whole batch
 or ``cache_seqlens.max()`` in the wrapper) - right while every sequence in a batch has the same
 length, wrong once batched generation has sequences of different lengths. Caught by:
 kvcache.ragged_lengths.
+Message: batch item 1
 """
 import pathlib
 import sys

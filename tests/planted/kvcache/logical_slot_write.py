@@ -5,6 +5,7 @@ slot as b * max_blocks * block_size + p, the place position p of item b would ha
 were laid out item after item, instead of block_table[b, p // block_size] * block_size +
 p % block_size; it works as long as the allocator happens to hand out pages in order. Reads go
 through the table. Caught by: kvcache.paged_writes.
+Message: must land in their physical slot
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: the in-place ``query *= scale`` of hand-written attention (as in
 tests/planted/attention/inplace_query_scale.py) carried over into a decode kernel; the caller's
 query (often a view into a fused QKV projection) is corrupted. Caught by: kvcache.decode (an
 implementation error: the call modified argument 0 in place).
+Message: implementation error
+Message: modified its input in place (argument 0)
 """
 import pathlib
 import sys

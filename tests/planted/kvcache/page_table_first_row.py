@@ -5,6 +5,7 @@ or sequence-block id instead of its batch index (or a table row pointer not adva
 table's stride), so item b reads item 0's pages: a page read through the wrong block-table row.
 Writes go through the right row; only the reads are wrong, and a batch of one is right.
 Caught by: kvcache.paged_agreement.
+Message: a linear cache with the same logical contents
 """
 import pathlib
 import sys

@@ -6,6 +6,8 @@ Real pattern: with prefix caching the scheduler hands a sequence the pages of a 
 prefix and feeds only the tokens after it; a slot mapping built from the positions within the
 fed chunk (the prefix-cache hit not added) writes over the shared prefix page. Reads use the
 right positions. Caught by: kvcache.paged_shared_prefix.
+Message: the shared prefix's position
+Message: was written
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: FlashAttention's ``window_size=(w, 0)`` sees w + 1 keys; a decoder
 model's ``sliding_window`` straight through (instead of ``sliding_window - 1``) attends one key
 more than the model was trained with. Caught by: kvcache.rolling_window.
 The same code declared (rolling_w_plus_one_declared.py) passes.
+Message: convention mismatch
+Message: window_extent: the code follows w+1
 """
 import pathlib
 import sys

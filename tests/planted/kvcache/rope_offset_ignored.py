@@ -5,6 +5,7 @@ Real pattern: position ids rebuilt as ``arange(seq_len)`` of the current input d
 generation (the bug behind several "garbage after the first token" reports in model ports),
 or a rotary kernel called without its ``seqlen_offsets``. The prefill (offset 0) is right, every
 decode step is wrong. Caught by: kvcache.rotary.
+Message: keys rotated at their positions
 """
 import pathlib
 import sys

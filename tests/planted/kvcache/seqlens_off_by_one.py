@@ -4,6 +4,8 @@ slot past the filled part (never written) is attended to.
 Real pattern: mixing up "number of cached tokens" with "index of the last cached token"
 (``cache_position`` vs ``seqlens`` in ports between Hugging Face and FlashAttention conventions),
 which leaves a hole of one uninitialized slot in the cache. Caught by: kvcache.unfilled_slots.
+Message: slots past cache_seqlens
+Message: changed the output
 """
 import pathlib
 import sys

@@ -4,6 +4,8 @@ rescaling is applied to the keys' terms but not to the sink's.
 Real pattern: gpt-oss-style sinks bolted onto a flash-attention kernel that keeps the row max m
 and sums exp(s - m), adding exp(sink) at the end as if it were already rescaled; right only
 when the row max is 0. Caught by: kvcache.sinks.
+Message: sinks
+Message: the outputs
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: Gemma 2's attention written as mask-then-cap (scores.masked_fill(.
 softcap * tanh(scores / softcap)), or an additive mask added before the tanh; harmless without
 masked keys (single-token decoding) and when the softcap is large (50: exp(-50) vanishes), wrong
 for a chunk of queries under a small softcap. Caught by: kvcache.softcap.
+Message: softcap
+Message: the outputs
 """
 import pathlib
 import sys

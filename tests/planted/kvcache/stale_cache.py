@@ -5,6 +5,7 @@ Real pattern: a kernel that writes the update into a copy (``k_cache = k_cache.c
 ``torch.cat`` into a new tensor and returns it) where the caller expects the preallocated
 buffer to be written in place, as ``flash_attn_with_kvcache`` does: every later decode step then
 reads stale memory. Caught by: kvcache.decode.
+Message: must be written into the cache
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: a paged kernel that loops over whole pages (ceil(n / block_size) o
 only with the causal relation: causal decoding hides the slots past n (they are after every
 query), but a non-causal call (an encoder-decoder's cross attention over the cache, a
 bidirectional prefix) sees the stale slots of the last page. Caught by: kvcache.paged_unfilled_slots.
+Message: partly filled
+Message: changed the output (causal=False)
 """
 import pathlib
 import sys

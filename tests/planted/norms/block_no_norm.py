@@ -4,6 +4,7 @@ Real pattern: a refactor that moved the norm call out of the block (or a ``norm_
 path that skips it), leaving an un-normalized residual stream.
 Caught by: norm_placement.placement (f sees x itself and the output is not normalized:
 neither pre- nor post-norm).
+Message: norm_placement: the behaviour matches no known convention
 """
 import pathlib
 import sys

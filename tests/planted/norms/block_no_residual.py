@@ -2,6 +2,7 @@
 
 Real pattern: ``h = self.attn(self.norm(x))`` returned without ``x + h``.
 Caught by: norm_placement.placement (a zero sublayer gives 0 instead of x: no known placement).
+Message: norm_placement: the behaviour matches no known convention
 """
 import pathlib
 import sys

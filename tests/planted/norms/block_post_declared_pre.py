@@ -3,6 +3,8 @@
 Real pattern: ``nn.TransformerEncoderLayer(..., norm_first=False)`` (torch's default) is
 post-norm, used where a pre-norm (GPT-2/Llama-style) block was intended.
 Caught by: norm_placement.placement (measured post, declared pre: convention mismatch).
+Message: convention mismatch
+Message: norm_placement: the code follows post
 """
 import pathlib
 import sys

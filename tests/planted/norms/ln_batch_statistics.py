@@ -3,6 +3,7 @@
 Real pattern: ``nn.BatchNorm1d`` (or ``mean(dim=0)``) used where a LayerNorm belongs, so the
 output of a token depends on the rest of the batch (and differs between training and inference).
 Caught by: layernorm.normalized_dims (changing one token changes the others).
+Message: changed the output of the other tokens
 """
 import pathlib
 import sys

@@ -2,6 +2,7 @@
 
 Real pattern: ``(x - mean) / (x.std(-1) + eps)`` (the Annotated Transformer, many tutorials).
 Caught by: layernorm.eps_inside_sqrt ([1, 0, 0, 0] with eps=0.5 is off the textbook value).
+Message: eps is outside the square root
 """
 import pathlib
 import sys

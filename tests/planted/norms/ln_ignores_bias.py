@@ -3,6 +3,7 @@
 Real pattern: a custom fused kernel or a port that drops ``+ beta`` (checkpoint biases are then
 loaded and silently unused).
 Caught by: layernorm.affine (random bias set through .bias has no effect).
+Message: the bias is ignored
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: ``F.layer_norm(x, self.normalized_shape, self.weight, self.bias)`` without
 ``self.eps`` (F.layer_norm's default is 1e-5), e.g. a model configured with eps=1e-6 or 1e-12.
 Caught by: layernorm.eps_honoured (inputs whose variance is about eps).
+Message: the constructor's eps is ignored
 """
 import pathlib
 import sys

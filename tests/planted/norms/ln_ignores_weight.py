@@ -2,6 +2,7 @@
 
 Real pattern: ``F.layer_norm(x, shape, None, self.bias, eps)``: a weight passed as None by mistake.
 Caught by: layernorm.affine (random weight set through .weight has no effect).
+Message: the weight is ignored
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a hand-written LayerNorm with hard-coded ``mean(-1)`` / ``var(-1)`` that
 accepts a normalized_shape tuple (e.g. (H, D) for per-head norms) and ignores all but its end.
 Caught by: layernorm.normalized_dims (a change in another row of the token is not felt).
+Message: must span all of normalized_shape
 """
 import pathlib
 import sys

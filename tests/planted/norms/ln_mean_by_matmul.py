@@ -5,6 +5,7 @@ reuse a fast matmul path. Right in float32, and right under ``model.half()`` (th
 upcast first), but under ``torch.autocast`` the matmul runs in bfloat16/float16: the mean of
 a token offset by 32 std is off by ~2^-9 of the offset, which the normalization magnifies.
 Caught by: layernorm.autocast (float32 input and module inside torch.autocast).
+Message: autocast keeps norms in float32
 """
 import math
 import pathlib

@@ -3,6 +3,7 @@
 Real pattern: ``x.var(-1, keepdim=True)`` / ``x.std(-1)``: torch.var and torch.std apply
 Bessel's correction by default (numpy does not), as in the Annotated Transformer's LayerNorm.
 Caught by: layernorm.standardized (the output variance is (n-1)/n, not 1).
+Message: the unbiased variance was used
 """
 import pathlib
 import sys

@@ -2,6 +2,7 @@
 
 Real pattern: ``x.mean()`` / ``x.std()`` without ``dim=-1, keepdim=True``.
 Caught by: layernorm.normalized_dims (changing one token changes every other token).
+Message: changed the output of the other tokens
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: x / (sqrt(mean(x^2)) + eps), as in the RMSNorm paper's formula and kernels that
 followed it (NVIDIA TransformerEngine moved eps inside to match Llama/T5 and torch).
 Caught by: rmsnorm.eps (with eps=None it matches no known eps; an explicit eps is not honoured).
+Message: rmsnorm_eps: the behaviour matches no known convention
 """
 import pathlib
 import sys

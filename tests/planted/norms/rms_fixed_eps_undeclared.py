@@ -3,6 +3,9 @@
 Real pattern: Llama's ``RMSNorm(dim, eps=1e-6)`` default copied into a module that claims
 torch.nn.RMSNorm's constructor (eps=None means finfo(dtype).eps there).
 Caught by: rmsnorm.eps (measured rmsnorm_eps: fixed; the protocol default is finfo).
+Message: convention mismatch
+Message: rmsnorm_eps: the code follows fixed
+Message: HARNESS_CONVENTIONS
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: Llama-style ``RMSNorm(hidden_size)`` code (``mean(-1)``) reused with a multi-dim
 normalized_shape, e.g. a per-head (H, D) query/key norm meant to span both dims.
 Caught by: rmsnorm.normalized_dims (a change in another row of the token is not felt).
+Message: must span all of normalized_shape
 """
 import pathlib
 import sys

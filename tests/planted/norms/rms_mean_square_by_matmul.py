@@ -5,6 +5,7 @@ for the sum of squares. Right in float32 and under ``model.half()`` (the input i
 but ``torch.autocast`` runs the matmul in bfloat16/float16: the mean square is off by ~2^-9,
 so a float32 output is ~100x off the float32 tolerance.
 Caught by: rmsnorm.autocast (float32 input and module inside torch.autocast).
+Message: autocast keeps norms in float32
 """
 import math
 import pathlib

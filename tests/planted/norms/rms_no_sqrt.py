@@ -2,6 +2,8 @@
 
 Real pattern: ``x / (x.pow(2).mean(-1, keepdim=True) + eps)``, a dropped ``rsqrt``/``sqrt``.
 Caught by: rmsnorm.scale_invariance (RMSNorm(a x) = RMSNorm(x) / a instead of RMSNorm(x)).
+Message: RMSNorm(
+Message: vs RMSNorm(x)
 """
 import pathlib
 import sys

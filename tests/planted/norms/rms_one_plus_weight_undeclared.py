@@ -3,6 +3,8 @@
 Real pattern: Gemma's ``x * (1 + weight)`` (weights stored as offsets from 1) mixed up with
 Llama's ``x * weight``: loading one family's checkpoint into the other's norm.
 Caught by: rmsnorm.weight (measured rmsnorm_scale: one_plus_weight; the protocol default is weight).
+Message: convention mismatch
+Message: rmsnorm_scale: the code follows one_plus_weight
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: an RMSNorm derived from a LayerNorm that kept ``x - x.mean(-1)`` (it is then a
 LayerNorm without bias, not an RMSNorm).
 Caught by: rmsnorm.no_mean_subtraction (a shifted input gives the unshifted output).
+Message: the mean was subtracted
 """
 import pathlib
 import sys

@@ -4,6 +4,9 @@
 Real pattern: a paged kernel that reuses the in-page slot index it computed for the write as the
 rotary position. A linear cache with RoPE tables is right (slot = position), a paged cache without
 tables is right: only the two options together are wrong. Caught by: options_together.kvcache.
+Message: pages of
+Alone: test_kvcache.py -k test_rotary
+Alone: test_paged_kvcache.py -k test_paged_agreement
 """
 import pathlib
 import sys

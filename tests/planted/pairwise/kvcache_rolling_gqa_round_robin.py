@@ -3,6 +3,8 @@
 Real pattern: the sliding-window path is a separate kernel whose head mapping was written anew
 (``repeat`` instead of ``repeat_interleave``). GQA without a window is right, a window without
 GQA (or with MQA, where both maps agree) is right. Caught by: options_together.kvcache.
+Message: window 5
+Alone: test_kvcache.py -k test_decode
 """
 import pathlib
 import sys

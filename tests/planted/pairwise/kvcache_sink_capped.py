@@ -3,6 +3,9 @@
 Real pattern: the sink appended to the scores as one more column before the cap is applied to the
 whole row (attention-sink kernels that treat the sink as a virtual key). Softcap alone is right,
 sinks alone are right. Caught by: options_together.kvcache.
+Message: softcap
+Message: sinks
+Alone: test_paged_kvcache.py -k test_softcap or test_sinks
 """
 import pathlib
 import sys

@@ -3,6 +3,10 @@
 Real pattern: a fast path for ``is_causal=True`` that calls the causal kernel without forwarding
 ``scale``. An explicit scale without is_causal is right (attention.scale passes), is_causal with
 the default scale is right (attention.causal passes). Caught by: options_together.sdpa.
+Message: is_causal
+Message: scale
+Alone: test_attention.py -k test_scale
+Alone: test_attention_masks.py -k test_causal
 """
 import pathlib
 import sys

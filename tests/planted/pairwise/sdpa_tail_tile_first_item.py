@@ -4,6 +4,8 @@ item 0, whatever the item.
 Real pattern: a tiled kernel whose tail tile computes its base pointer without the batch stride.
 One batch item at any length is right; several items below 64 queries are right: only several
 items with L past a tile (and not a multiple of it) are wrong. Caught by: options_together.sdpa.
+Message: against the float64 reference
+Alone: test_attention.py -k test_agreement
 """
 import pathlib
 import sys

@@ -5,6 +5,8 @@ Real pattern: a "window too large: plain causal attention" shortcut that does no
 arguments.
 A narrow window with a scale is right, a wide window with the default scale is right.
 Caught by: options_together.sliding_window.
+Message: window
+Alone: test_sliding_window.py -k test_window_extent
 """
 import pathlib
 import sys

@@ -3,6 +3,9 @@
 Real pattern: the sink appended to the packed scores as one more column before the cap is applied
 to the whole row. Softcap alone is right (varlen.softcap passes), sinks alone are right
 (varlen.sinks passes). Caught by: options_together.varlen.
+Message: softcap
+Message: sinks
+Alone: test_varlen.py -k test_softcap or test_sinks
 """
 import pathlib
 import sys

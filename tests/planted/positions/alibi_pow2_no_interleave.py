@@ -5,6 +5,7 @@ followed by every other slope of the next power's.
 Real pattern: simplified ``get_slopes`` ports (``get_slopes_power_of_2(next_pow2(n))[:n]``),
 which give e.g. 12 heads slopes that no checkpoint was trained with.
 Caught by: alibi.slopes.
+Message: slopes for H=
 """
 import math
 import pathlib

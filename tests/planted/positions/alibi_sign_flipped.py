@@ -3,6 +3,7 @@
 Real pattern: computing ``relative = query_pos - key_pos`` where the code expects
 ``key_pos - query_pos`` (or the reverse) before multiplying by the slopes.
 Caught by: alibi.linear_bias.
+Message: penalises distance
 """
 import pathlib
 import sys

@@ -5,6 +5,7 @@ penalised for attending to its own recent keys.
 Real pattern: symmetric ALiBi (``-slope * |i - j|``) built from ``arange(Lq)`` and
 ``arange(Lk)`` without the ``Lk - Lq`` offset, as in incremental-decoding bugs of ALiBi ports.
 Caught by: alibi.end_alignment.
+Message: aligned to the end of the keys
 """
 import pathlib
 import sys

@@ -6,6 +6,7 @@ Real pattern: ``self.slopes = get_slopes(max_heads)`` registered once as a buffe
 ``[:num_heads]`` for a pruned or smaller model: the cache of history_alibi_slopes_sliced.py,
 behind the slopes function instead of the bias.
 Caught by: history.alibi_slopes (a call with more heads, then the first call again).
+Message: differs after the calls before it on the same target
 """
 import pathlib
 import sys

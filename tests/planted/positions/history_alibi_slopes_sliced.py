@@ -6,6 +6,7 @@ head count gets the wrong slopes. Each call alone, or in increasing head counts,
 Real pattern: ALiBi code that precomputes ``slopes = get_slopes(max_heads)`` once (a module-level
 or class-level buffer) and slices ``slopes[:num_heads]`` for a smaller model or a pruned head set.
 Caught by: history.alibi_bias (a call with more heads, then the first call again).
+Message: differs after the calls before it on the same target
 """
 import pathlib
 import sys

@@ -7,6 +7,7 @@ Real pattern: a user's function over rotary-embedding-torch 0.8.2 (a module per 
 dict, ``rotary(positions, seq_len=L, offset=o)`` for contiguous positions): 0.8.2 wrote
 ``cached_freqs[:seq_len]`` for freqs at positions offset .. (0.8.3 caches only at offset 0).
 Caught by: history.apply_rotary_embedding (offset 0, then an offset, then offset 0 again).
+Message: differs after the calls before it on the same target
 """
 import pathlib
 import sys

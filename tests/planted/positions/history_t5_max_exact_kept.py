@@ -5,6 +5,7 @@ exact/log boundary where the first call's bucket count had it. Each call alone i
 Real pattern: a bucketing module that precomputes ``self.max_exact = num_buckets // 4`` in
 ``__init__`` from a default config, then is called with the per-layer ``num_buckets`` argument.
 Caught by: history.t5_relative_position_bucket (another bucket count after the first call).
+Message: Mesh TF formula
 """
 import pathlib
 import sys

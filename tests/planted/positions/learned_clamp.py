@@ -3,6 +3,8 @@
 Real pattern: ``position_ids.clamp(max=max_position_embeddings - 1)`` to "support" longer
 inputs (BERT-style models then silently reuse position 511 for every later token).
 Caught by: learned_positions.out_of_range.
+Message: clamped
+Message: positions outside the table must raise
 """
 import pathlib
 import sys

@@ -2,6 +2,8 @@
 
 Real pattern: ``position_ids % max_position_embeddings`` in streaming/sliding-window code.
 Caught by: learned_positions.out_of_range.
+Message: wrapped around
+Message: positions outside the table must raise
 """
 import pathlib
 import sys

@@ -6,6 +6,7 @@ Real pattern: float32 position * frequency products at long context; every libra
 angles in float32 (so the libraries declare HARNESS_DTYPES without float64), a target that
 accepts float64 promises float64 accuracy.
 Caught by: rope.long_context (float64 inputs).
+Message: input's opmath (float64)
 """
 import pathlib
 import sys

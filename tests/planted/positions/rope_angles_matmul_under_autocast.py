@@ -5,6 +5,7 @@ bfloat16, so under mixed-precision training the rotation at position 60000 is no
 Real pattern: Hugging Face transformers 4.38.1, ``LlamaRotaryEmbedding.forward`` (the matmul form
 of the angles), fixed in 4.38.2 (PR 29285) by disabling autocast around it.
 Caught by: rope.autocast.
+Message: under torch.autocast
 """
 import pathlib
 import sys

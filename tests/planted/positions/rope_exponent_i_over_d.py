@@ -4,6 +4,7 @@ to base^(-1/2) instead of ~base^(-1), so the slow pairs that carry long-range po
 Real pattern: indexing the exponent with the pair index i but dividing as if it were the dim
 index 2i (``base ** (torch.arange(D // 2) / D)``), a common from-scratch RoPE mistake.
 Caught by: rope.frequencies.
+Message: pair angles at position 1
 """
 import pathlib
 import sys

@@ -8,6 +8,7 @@ rope.frequencies as the property of the cause (tests/test_planted_positions.py).
 Real pattern: ``inv_freq = base ** (torch.arange(0, dim, 2) / dim)`` -- the ``1.0 /`` of the usual
 ``1.0 / (base ** (torch.arange(0, dim, 2) / dim))`` forgotten (or a ``-`` lost from the exponent).
 Caught by: rope.frequencies.
+Message: pair angles at position 1
 """
 import pathlib
 import sys

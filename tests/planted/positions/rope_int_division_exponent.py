@@ -4,6 +4,7 @@ every pair: theta_i = 1 for all i and every pair turns at the same speed.
 Real pattern: integer ``//`` (or int tensors divided with ``torch.div(..., rounding_mode="floor")``)
 in the frequency exponent; the scores then never decay with distance.
 Caught by: rope.long_term_decay.
+Message: does not decay
 """
 import pathlib
 import sys

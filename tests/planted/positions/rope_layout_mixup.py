@@ -6,6 +6,7 @@ Real pattern: porting a checkpoint between GPT-NeoX/Llama and GPT-J/Meta code, o
 HF's ``rotate_half`` tables with an interleaved kernel (the "permute q/k weights" step in
 Llama conversion scripts exists because of exactly this).
 Caught by: rope.norm (the vectors' norms change).
+Message: the norm of each rotated vector
 """
 import pathlib
 import sys

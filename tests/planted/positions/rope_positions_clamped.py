@@ -4,6 +4,9 @@ it, so every position past 4095 gets the angle of 4095 and scores stop depending
 Real pattern: ``cos_cached[:max_position_embeddings]`` indexed with clamped position ids, or a
 KV-cache offset that saturates at the cache length.
 Caught by: rope.relative (shifting positions past 4096 changes the scores).
+Message: must depend only on the distance
+Absent: rope.frequencies
+Absent: replayed in float64
 """
 import pathlib
 import sys

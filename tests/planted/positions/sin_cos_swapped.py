@@ -3,6 +3,7 @@
 Real pattern: ``pe[:, 0::2] = torch.cos(...)`` / ``pe[:, 1::2] = torch.sin(...)`` (the inner
 products are unchanged, so training works, but pretrained tables and the paper disagree).
 Caught by: sinusoidal.origin.
+Message: sinusoidal_layout: the behaviour matches no known convention
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@
 Real pattern: ``position / 10000 ** (j / d)`` for every column j, dropping the ``2 * (j // 2)``
 of DistilBERT's ``create_sinusoidal_embeddings``.
 Caught by: sinusoidal.relative_inner_product.
+Message: not a function of m - n
 """
 import pathlib
 import sys

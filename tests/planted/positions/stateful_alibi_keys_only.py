@@ -4,6 +4,8 @@ call with more queries than the cache holds gets the cache's fewer rows.
 Real pattern: x-transformers up to 1.16.x, ``if exists(self.bias) and self.bias.shape[-1] >= j``
 (the query count was added to the test later).
 Caught by: alibi_module.call_sequences (more queries over keys the cache already covers).
+Message: returned shape
+Message: the calls before it on the same instance
 """
 import pathlib
 import sys

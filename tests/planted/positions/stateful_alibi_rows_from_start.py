@@ -4,6 +4,7 @@ FIRST queries, so after a prefill of 10 a decoding call (1, 5) gets position 0's
 Real pattern: x-transformers up to 1.22.16, ``AlibiPositionalBias.forward``:
 ``return self.bias[..., :i, :j]`` (1.22.17: ``[..., -i:, -j:]``).
 Caught by: alibi_module.call_sequences (fewer queries, or fewer keys, after a longer call).
+Message: on a fresh instance the same call is right
 """
 import pathlib
 import sys

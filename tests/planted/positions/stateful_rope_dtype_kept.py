@@ -5,6 +5,7 @@ Real pattern: rotary caches keyed on the length alone (Hugging Face's rotary mod
 4.38 rebuilt ``cos_cached`` only when ``seq_len > self.max_seq_len_cached`` and returned
 ``cos_cached[:seq_len].to(dtype=x.dtype)``, whatever dtype the cache was built in).
 Caught by: rope_module.call_sequences (the same call in another dtype).
+Message: on a fresh instance the same call is right
 """
 import pathlib
 import sys

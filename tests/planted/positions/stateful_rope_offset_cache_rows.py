@@ -5,6 +5,7 @@ Real pattern: rotary-embedding-torch 0.8.2, ``RotaryEmbedding.forward(t, seq_len
 wrote ``self.cached_freqs[:seq_len] = freqs`` for freqs computed at positions offset ..,
 and served ``cached_freqs[offset:offset + seq_len]`` afterwards (0.8.3 caches only at offset 0).
 Caught by: rope_module.call_sequences (a call from offset 0 after one at an offset).
+Message: on a fresh instance the same call is right
 """
 import pathlib
 import sys

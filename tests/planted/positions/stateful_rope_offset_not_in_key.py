@@ -4,6 +4,7 @@ length only, so a later call of the same length at another offset gets the first
 Real pattern: rotary-embedding-torch 0.2.6, ``rotate_queries_or_keys(t, offset=...)`` cached
 the frequencies under ``cache_key = f'freqs:{seq_len}'`` (0.2.7 added ``|offset:{offset}``).
 Caught by: rope_module.call_sequences (the same length at another offset).
+Message: on a fresh instance the same call is right
 """
 import pathlib
 import sys

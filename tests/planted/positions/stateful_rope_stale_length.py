@@ -5,6 +5,8 @@ Real pattern: a cache filled once (``if self.cos_cached is None: ...``) with no
 ``seq_len > self.max_seq_len_cached`` rebuild; the slice ``cos[offset:offset + L]`` of a
 one-row table broadcasts, so a prefill of one token makes every later position position 0.
 Caught by: rope_module.call_sequences (a longer call after a short one).
+Message: returned shape
+Message: the calls before it on the same instance
 """
 import pathlib
 import sys

@@ -5,6 +5,7 @@ first ``Lq`` rows, so a call with fewer queries over the same keys reads the fir
 Real pattern: the same slice x-transformers' ALiBi cache had up to 1.22.16 (``[..., :i, :j]``),
 applied to a bucket cache keyed on the sequence length.
 Caught by: t5_bias_module.call_sequences (fewer queries over the same keys).
+Message: on a fresh instance the same call is right
 """
 import pathlib
 import sys

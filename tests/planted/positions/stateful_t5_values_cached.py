@@ -5,6 +5,7 @@ Real pattern: memoising a position bias across forward calls (T5 passes ``positi
 layer to layer within one forward; keeping it past the forward keeps stale weights, and it also
 cuts the table off from the gradient after the first call).
 Caught by: t5_bias_module.call_sequences (the same call after a training step).
+Message: the bias was cached after the table changed
 """
 import pathlib
 import sys

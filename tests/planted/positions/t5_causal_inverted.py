@@ -4,6 +4,7 @@ causal buckets and bidirectional=False the two-halved ones.
 Real pattern: libraries that name the flag ``causal`` (x-transformers, older lucidrains code)
 wrapped as ``bidirectional=causal`` instead of ``bidirectional=not causal``.
 Caught by: t5_bucket.causal_future.
+Message: is the bidirectional flag inverted?
 """
 import pathlib
 import sys

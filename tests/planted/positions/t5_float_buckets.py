@@ -5,6 +5,8 @@ Real pattern: ``torch.where(is_small, relative_position.float(), val_if_large)``
 left from the log computation, then ``nn.Embedding`` fails with "Expected tensor for argument
 #1 'indices' to have scalar type Long".
 Caught by: t5_bucket.range.
+Message: implementation error
+Message: buckets are integers
 """
 import pathlib
 import sys

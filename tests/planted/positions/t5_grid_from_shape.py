@@ -4,6 +4,7 @@ as arange(Lk) - arange(Lq), ignoring the values: queries are assumed to start at
 Real pattern: ``compute_bias(query_length, key_length)`` without the offset of the cached keys
 during incremental decoding (HF's T5Attention.compute_bias takes ``past_seen_tokens`` for it).
 Caught by: t5_bucket.relative_only (queries at an offset).
+Message: must depend only on key - query
 """
 import pathlib
 import sys

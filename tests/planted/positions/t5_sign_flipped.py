@@ -4,6 +4,7 @@ past keys land in the future half and vice versa.
 Real pattern: ``relative_position = context_position - memory_position`` (the Mesh TF code
 negates it internally: ``n = -relative_position``; ports that drop one of the two signs).
 Caught by: t5_bucket.bidirectional_halves.
+Message: query - key
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ Real pattern: x-transformers' ``RelativePositionBias`` returns ``qk_dots + bias 
 (its Attention builds it with ``scale = dim_head ** 0.5``, as its scores are already scaled);
 a glue that keeps the factor returns a scaled table.
 Caught by: t5_bias.lookup.
+Message: the bias is the table's entry itself
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a port written and tested with one head, ``table[buckets, 0]`` (or
 ``bias[..., :1]``) broadcast to every head; single-head tests cannot see it.
 Caught by: t5_bias.heads.
+Message: each head must read its own column
 """
 import pathlib
 import sys

@@ -5,6 +5,7 @@ Real pattern: ``relative_position = context_position - memory_position`` in a po
 ``_relative_position_bucket`` (which takes key - query; the T5 seeds' "distance m - n" read as
 the argument).
 Caught by: t5_bias.relative_sign.
+Message: buckets of query - key
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ so a KV-cache decoding step reads the first query's biases.
 Real pattern: x-transformers 1.0.1's ``RelativePositionBias.forward``,
 ``q_pos = torch.arange(i)``; fixed in 1.0.2 (``torch.arange(j - i, j)``).
 Caught by: t5_bias.end_alignment.
+Message: aligned to the START of the keys
 """
 import pathlib
 import sys

@@ -1,11 +1,12 @@
 """Planted bug: a kernel written for float16, bfloat16 added later: the forward reads a 16-bit input
 through a float16 pointer, so bfloat16 bits are taken for float16 ones (float16 inputs are right).
 
-A bfloat16-only bug in the kernel (declares bfloat16 only, so every check is one). Caught on a CPU by
+Real pattern: a bfloat16-only bug in the kernel (declares bfloat16 only, so every check is one). Caught on a CPU by
 rmsnorm.large_values (and every bfloat16 agreement) under the harness's interpreter fixes. Where a
 CPU reports bfloat16 unsupported (Triton's interpreter wrong in bfloat16 and not fixed:
 ``$HARNESS_INTERPRETER_FIXES=off``, or a triton the fixes do not fit), the CPU says nothing about
 it: the GPU run (notes/GPU_RUN.md, compiled) is where it is caught.
+Caught by: rmsnorm.large_values (bfloat16, under the interpreter fixes).
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a hand-written backward kernel whose mask flag is not passed through from the
 forward's saved context (``ctx.causal`` dropped): dq/dk/dv of causal calls are those of full
 attention. Caught by: varlen_grad.agreement.
+Message: float64 reference
 """
 import pathlib
 import sys

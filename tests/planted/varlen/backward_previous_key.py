@@ -4,6 +4,7 @@ Real pattern: the backward kernel's key-block start computed as ``cu_seqlens_k[b
 off-by-one against the forward's): the previous sequence's last key is treated as visible to
 every query, so dK/dV of that key collect gradient from another sequence. The forward is right.
 Caught by: varlen_grad.isolation.
+Message: must be exactly 0
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: the bottom-right shift computed once from the launch sizes, as for a padded
 batch, and not from each sequence's own lengths: right when every sequence has the same Lk - Lq,
 wrong for a packed batch whose sequences differ. Caught by: varlen.causal.
+Message: causal bottom-right per sequence
 """
 import pathlib
 import sys

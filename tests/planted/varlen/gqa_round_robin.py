@@ -2,6 +2,7 @@
 
 Real pattern: K/V heads repeated with ``repeat`` (tiled) where ``repeat_interleave`` belongs
 (grouped heads are contiguous). Caught by: varlen.gqa.
+Message: Hq=
 """
 import pathlib
 import sys

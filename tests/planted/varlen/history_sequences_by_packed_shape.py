@@ -7,6 +7,7 @@ Real pattern: a block-diagonal mask or an unpadding index cached by ``q.shape`` 
 by the next packed batch of the same size: in a packing data loader every batch holds the same number
 of tokens, so only the split differs.
 Caught by: history.attention_varlen (the first call's tokens split into other sequences).
+Message: differs after the calls before it on the same target
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ Real pattern: a wrapper written for self-attention packing, where the keys are t
 (Hugging Face derives ``cu_seq_lens_k = cu_seq_lens_q`` from position ids), reused for
 cross-attention or a prefix of cached keys: right while every sequence has as many keys as
 queries, wrong once they differ. Caught by: varlen.agreement.
+Message: against dense attention run per sequence
 """
 import pathlib
 import sys

@@ -3,6 +3,7 @@
 Real pattern: a kernel ported from the padded layout, whose key loop runs to the grid size
 ``max_seqlen_k`` with no clamp to the sequence's own end: a shorter sequence attends to the first
 keys of the next one. Caught by: varlen.isolation.
+Message: rewritten to +-1e4 changed the rows
 """
 import pathlib
 import sys

@@ -4,6 +4,7 @@ Real pattern: a rotary cache that turns the positions into an offset (``offset =
 rows ``offset .. offset + L - 1``), right for a batch of single documents and for decoding, wrong
 for packed documents whose position ids restart at 0: every document after the first is rotated
 at its packed row index. Caught by: varlen.rope_packed.
+Message: rotated in the packed row
 """
 import pathlib
 import sys

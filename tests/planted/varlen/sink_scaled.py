@@ -2,6 +2,7 @@
 
 Real pattern: the sink concatenated to the raw q.k columns before the scale is applied (the
 learned logit is already in score units). Caught by: varlen.sinks.
+Message: sinks
 """
 import pathlib
 import sys

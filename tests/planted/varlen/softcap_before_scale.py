@@ -2,6 +2,7 @@
 
 Real pattern: ``tanh(q @ k.T / softcap) * softcap * scale``: the cap in the wrong units (Gemma 2
 caps the scaled scores). Caught by: varlen.softcap.
+Message: softcap
 """
 import pathlib
 import sys

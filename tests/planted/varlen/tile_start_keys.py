@@ -4,6 +4,7 @@ Real pattern: the key loop starts at the tile holding the sequence's first row (
 ks // BLOCK) and masks by sequence positions counted from there: a sequence that starts in the
 middle of a tile sees the tile's first rows (the previous sequence's last keys). Right when
 every sequence starts on a tile boundary. Caught by: varlen.tile_offsets.
+Message: sequences start at rows
 """
 import pathlib
 import sys

@@ -2,6 +2,8 @@
 
 Real pattern: the FlashAttention window passed through as the protocol's w (HF issue 29623).
 Caught by: varlen.window (a convention mismatch: the code follows w+1).
+Message: convention mismatch
+Message: window_extent: the code follows w+1
 """
 import pathlib
 import sys

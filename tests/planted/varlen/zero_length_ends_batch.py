@@ -3,6 +3,7 @@
 Real pattern: cu_seqlens read as a list terminated by its padding (repeated last entries mark
 unused batch slots), so the first empty sequence is taken for the end of the batch and every
 later sequence is left at zero. Caught by: varlen.zero_length.
+Message: empty on one side or both
 """
 import pathlib
 import sys
