@@ -9,19 +9,16 @@ on x alone (no fused residual). On a CPU the kernels run under Triton's interpre
 ("0 active drivers": the autotuner times its configs on the device), a limit of the CPU's that the
 harness's interpreter fixes lift (``harness.interpreter_fixes``: the first config is kept).
 
-The adapter's own lines: the protocol's constructors (a multi-dim ``normalized_shape`` flattened into
-the last dim around the call, ``.weight``/``.bias`` viewed back; LayerNorm built with ``bias=True``,
+The adapter's own lines: the protocol's constructors (``harness.adapters.last_dim_norm``; LayerNorm built with ``bias=True``,
 as the protocol's LayerNorm has one, fla's default being none; RMSNorm's ``eps=None`` is fla's
 default 1e-5: the ``rmsnorm_eps: fixed`` convention).
 """
 from __future__ import annotations
 
-import math
-
-import torch
 from fla.modules import LayerNorm as _FlaLayerNorm
 from fla.modules import RMSNorm as _FlaRMSNorm
-from torch import nn
+
+from harness.adapters.last_dim_norm import LastDimNorm, features
 
 try:
     from fla import __version__
@@ -32,38 +29,15 @@ HARNESS_CONVENTIONS = {"rmsnorm_eps": "fixed", "rmsnorm_scale": "weight"}
 HARNESS_UNSUPPORTED = {"autocast", "float64"}  # its kernels compute in float32 (statistics and output)
 
 
-class _Norm(nn.Module):
-    def __init__(self, inner: nn.Module, normalized_shape):
-        super().__init__()
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        self.inner, self.eps, self.elementwise_affine = inner, inner.eps, inner.elementwise_affine
-
-    @property
-    def weight(self):
-        w = self.inner.weight
-        return None if w is None else w.view(self.normalized_shape)
-
-    @property
-    def bias(self):
-        b = getattr(self.inner, "bias", None)
-        return None if b is None else b.view(self.normalized_shape)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        k = len(self.normalized_shape)
-        if tuple(x.shape[x.dim() - k:]) != self.normalized_shape:
-            raise ValueError(f"input {tuple(x.shape)} does not end in normalized_shape {self.normalized_shape}")
-        return self.inner(x.reshape(*x.shape[:x.dim() - k], -1)).reshape(x.shape)
-
-
-class LayerNorm(_Norm):
+class LayerNorm(LastDimNorm):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
-        n = math.prod((normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape)
-        super().__init__(_FlaLayerNorm(n, elementwise_affine=elementwise_affine, bias=elementwise_affine, eps=eps),
-                         normalized_shape)
+        inner = _FlaLayerNorm(features(normalized_shape), elementwise_affine=elementwise_affine,
+                              bias=elementwise_affine, eps=eps)
+        super().__init__(inner, normalized_shape, eps=eps, elementwise_affine=elementwise_affine)
 
 
-class RMSNorm(_Norm):
+class RMSNorm(LastDimNorm):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
-        n = math.prod((normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape)
-        super().__init__(_FlaRMSNorm(n, elementwise_affine=elementwise_affine, eps=1e-5 if eps is None else eps),
-                         normalized_shape)
+        eps = 1e-5 if eps is None else eps
+        inner = _FlaRMSNorm(features(normalized_shape), elementwise_affine=elementwise_affine, eps=eps)
+        super().__init__(inner, normalized_shape, eps=eps, elementwise_affine=elementwise_affine)

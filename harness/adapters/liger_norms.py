@@ -12,15 +12,12 @@ not run there ("'float' object has no attribute 'to'": a Python float eps, which
 stub returning None under the interpreter, which ``harness.interpreter_fixes`` now computes): both
 causes were on the CPU's side, not liger's.
 
-The adapter's own lines: the protocol's constructors (``normalized_shape`` of several dims is
-flattened into the last one around the call, as liger's modules normalize the last dim; no affine:
+The adapter's own lines: the protocol's constructors (``harness.adapters.last_dim_norm``; no affine:
 a frozen identity weight, zero bias; RMSNorm's ``eps=None`` is liger's default 1e-6, the
 ``rmsnorm_eps: fixed`` convention) and a fresh incoming gradient (``in_place=True`` writes dX into
 dY, which the modules' callers never reuse).
 """
 from __future__ import annotations
-
-import math
 
 import liger_kernel
 import torch
@@ -28,52 +25,48 @@ from liger_kernel.ops.layer_norm import LigerLayerNormFunction
 from liger_kernel.ops.rms_norm import LigerRMSNormFunction
 from torch import nn
 
+from harness.adapters.last_dim_norm import LastDimNorm, features
+
 __version__ = getattr(liger_kernel, "__version__", "0.8.5")
 HARNESS_CONVENTIONS = {"rmsnorm_eps": "fixed", "rmsnorm_scale": "weight"}
 HARNESS_UNSUPPORTED = {"float64", "autocast"}  # Triton kernels in the input dtype (float32 statistics)
 
 
-class _Norm(nn.Module):
-    def __init__(self, normalized_shape, eps, elementwise_affine: bool, bias: bool):
+class _LigerLayerNorm(nn.Module):
+    """``LigerLayerNorm``'s forward over the last dim (x (N, n))."""
+
+    def __init__(self, n: int, eps: float):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
-        n = math.prod(shape)
-        self._w = nn.Parameter(torch.ones(n), requires_grad=elementwise_affine)
-        self._b = nn.Parameter(torch.zeros(n), requires_grad=elementwise_affine) if bias else None
+        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(n)), nn.Parameter(torch.zeros(n)), eps
 
-    @property
-    def weight(self):
-        return self._w.view(self.normalized_shape) if self.elementwise_affine else None
-
-    @property
-    def bias(self):
-        return self._b.view(self.normalized_shape) if self.elementwise_affine and self._b is not None else None
-
-    def _rows(self, x: torch.Tensor) -> torch.Tensor:
-        k = len(self.normalized_shape)
-        if tuple(x.shape[x.dim() - k:]) != self.normalized_shape:
-            raise ValueError(f"input {tuple(x.shape)} does not end in normalized_shape {self.normalized_shape}")
-        return x.reshape(*x.shape[:x.dim() - k], -1)
+    def forward(self, x):
+        return LigerLayerNormFunction.apply(x, self.weight.to(x.dtype), self.bias.to(x.dtype), self.eps) * 1.0
 
 
-class LayerNorm(_Norm):
+class _LigerRMSNorm(nn.Module):
+    """``LigerRMSNorm``'s forward over the last dim (x (N, n)), Llama casting (statistics in float32,
+    the weight applied in the input dtype), offset 0, in place."""
+
+    def __init__(self, n: int, eps: float):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(n)), eps
+
+    def forward(self, x):
+        return LigerRMSNormFunction.apply(x, self.weight.to(x.dtype), self.eps, 0.0, "llama", True) * 1.0
+
+
+class LayerNorm(LastDimNorm):
     """``LigerLayerNorm``: y = (x - mean) * rstd * weight + bias over the last dim."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
-        super().__init__(normalized_shape, eps, elementwise_affine, bias=True)
-
-    def forward(self, x):
-        w, b = self._w.to(x.dtype), self._b.to(x.dtype)
-        return LigerLayerNormFunction.apply(self._rows(x), w, b, self.eps).reshape(x.shape) * 1.0
+        super().__init__(_LigerLayerNorm(features(normalized_shape), eps), normalized_shape, eps=eps,
+                         elementwise_affine=elementwise_affine)
 
 
-class RMSNorm(_Norm):
-    """``LigerRMSNorm`` (Llama casting: statistics in float32, the weight applied in the input dtype)."""
+class RMSNorm(LastDimNorm):
+    """``LigerRMSNorm``; ``eps=None`` is liger's default 1e-6."""
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
-        super().__init__(normalized_shape, 1e-6 if eps is None else eps, elementwise_affine, bias=False)
-
-    def forward(self, x):
-        y = LigerRMSNormFunction.apply(self._rows(x), self._w.to(x.dtype), self.eps, 0.0, "llama", True)
-        return y.reshape(x.shape) * 1.0
+        eps = 1e-6 if eps is None else eps
+        super().__init__(_LigerRMSNorm(features(normalized_shape), eps), normalized_shape, eps=eps,
+                         elementwise_affine=elementwise_affine, bias=None)

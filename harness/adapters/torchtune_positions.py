@@ -14,44 +14,20 @@
 
 torchtune has no ALiBi or T5 bucket implementation.
 
-torchtune 0.6's package ``__init__`` imports torchao (and fails against a torchao that
-lacks what it expects); ``modules/position_embeddings.py`` itself needs only torch.
-When the package import fails for that reason the adapter loads that file from the
-installed distribution: the same code, without the unrelated imports. Raises
-ImportError when torchtune is not installed.
+torchtune 0.6's package ``__init__`` imports torchao; ``modules/position_embeddings.py`` is
+read as ``harness.adapters.torchtune_files`` says. Raises ImportError when torchtune is not
+installed.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 from functools import lru_cache
 from importlib import metadata
 
 import torch
 
+from harness.adapters.torchtune_files import load
 
-def _load_rope_class():
-    try:
-        from torchtune.modules.position_embeddings import RotaryPositionalEmbeddings
-        return RotaryPositionalEmbeddings, "torchtune.modules.position_embeddings"
-    except ImportError as exc:
-        try:
-            spec = importlib.util.find_spec("torchtune")
-        except (ImportError, ValueError):  # ValueError: sys.modules["torchtune"] is None
-            spec = None
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError("harness.adapters.torchtune_positions needs torchtune "
-                              f"(pip install torchtune): {exc}") from exc
-        path = os.path.join(list(spec.submodule_search_locations)[0], "modules", "position_embeddings.py")
-        file_spec = importlib.util.spec_from_file_location("_torchtune_position_embeddings", path)
-        if file_spec is None or file_spec.loader is None or not os.path.exists(path):
-            raise ImportError(f"torchtune is installed but does not import ({exc}) and has no {path}") from exc
-        module = importlib.util.module_from_spec(file_spec)
-        file_spec.loader.exec_module(module)
-        return module.RotaryPositionalEmbeddings, f"{path} (loaded directly: {exc})"
-
-
-RotaryPositionalEmbeddings, SOURCE = _load_rope_class()
+RotaryPositionalEmbeddings, SOURCE = load("modules.position_embeddings", "RotaryPositionalEmbeddings", __name__)
 __version__ = metadata.version("torchtune")
 
 HARNESS_CONVENTIONS = {"rope_layout": "interleaved"}
