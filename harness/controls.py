@@ -62,6 +62,8 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("hf_mistral_fa2_window", "transformers 4.38.2's FA2 window call (emulated kernel), w + 1 keys "
              "declared", release=("tf-4.38.2", "transformers", "4.38.2")),
     _adapter("torchtune_positions", "torchtune's RotaryPositionalEmbeddings", library=_TT),
+    _adapter("torchtune_norms", "torchtune's Fp32LayerNorm and RMSNorm (float32 compute: float64 not declared)",
+             library=_TT),
     _adapter("xtransformers_positions", "x-transformers 2.x: RoPE, ALiBi, T5 bias, sinusoidal, learned table",
              library=_XT),
     _adapter("rotary_embedding_torch", "the installed rotary-embedding-torch (after the 0.8.3 cache fix)",
@@ -109,6 +111,9 @@ KNOWN_BUGGY: dict[str, str] = {
     "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates the rows wrong: its row "
                        "stride is read from the size-1 L dim (rope.agreement at L = 1; found by the sweep, "
                        "2026-12-03; 0.8.5 is the newest release)",
+    "onnx_norms": "onnx 1.23.2's reference evaluator computes LayerNormalization's and RMSNormalization's statistics "
+                  "in float16 for float16 inputs, not in stash_type's float32: x^2 overflows from |x| = 256 "
+                  "(rmsnorm.large_values, layernorm.large_values; found 2026-12-07; 1.23.2 is the newest release)",
 }
 
 #: modules of harness/adapters/ that are not targets: module -> what they are
@@ -117,6 +122,8 @@ NOT_TARGETS: dict[str, str] = {
     "releases": "loads side-by-side releases for the release adapters",
     "hf_attention_interface": "registers a target's attention in transformers (a bridge, no protocol name)",
     "hf_norms": "shared constructor mapping of the hf_*rmsnorm / hf_t5_layernorm adapters",
+    "last_dim_norm": "the protocol's norm constructors around a library norm over the last dim (the norm adapters)",
+    "torchtune_files": "reads torchtune's module files when its package import (torchao) fails",
     "hf_mistral_window": "shared code of hf_mistral_eager_window and hf_mistral_fa2_window",
     "flex_options": "shared softcap score_mod and sink rescaling of the torch_flex_attention / torch_kvcache adapters",
     "xtransformers_alibi": "shared code of the xtransformers_1_22_*_alibi release adapters",

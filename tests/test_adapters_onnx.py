@@ -30,3 +30,19 @@ def test_onnx_attention_passes_with_its_conventions_named(pytester, tmp_path):
     assert cells["kvcache.sinks"].startswith("unsupported (declared:")
     assert "unsupported (NotImplementedError" in cells["kvcache.rolling_window"] or \
         "configs unsupported (NotImplementedError" in cells["kvcache.rolling_window"], cells["kvcache.rolling_window"]
+
+
+NORMS = "harness.adapters.onnx_norms"
+NORM_SLICE = nodes(test_layernorm="test_standardized test_affine", test_rmsnorm="test_eps test_scale_invariance")
+
+
+def test_onnx_norms_pass_in_float32_with_their_conventions_named(pytester, tmp_path):
+    """The standard's LayerNormalization and RMSNormalization (``harness.adapters.onnx_norms``: known-buggy in
+    float16, docs/found.md row 6, which tests/test_found.py replays) pass the properties their float16
+    statistics do not reach, RMSNormalization's fixed default epsilon named."""
+    report = tmp_path / "report"
+    result = run_suite(pytester, NORM_SLICE, [NORMS], None, "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
+    cells = {p: c for (p, t), c in conformance(report).items() if t == NORMS}
+    assert cells == {"layernorm.standardized": "pass", "layernorm.affine": "pass", "rmsnorm.eps": "convention:fixed",
+                     "rmsnorm.scale_invariance": "pass"}, cells

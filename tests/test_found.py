@@ -3,7 +3,7 @@ fails and names the row's property; where a later release fixed it, the same con
 on that release; and each buggy release is a known-buggy module in ``harness.controls``, never a
 control (so the false-alarm sweep stays at zero). Releases held side by side skip with their
 install command where absent (failed instead under ``$HARNESS_REQUIRE_RELEASES``, as in CI); the
-liger row needs liger-kernel and triton (``optional_libs``)."""
+liger row needs liger-kernel and triton, the ONNX row onnx (``optional_libs``)."""
 from __future__ import annotations
 
 import re
@@ -47,7 +47,8 @@ def rows() -> list[dict]:
 
 
 ROWS = rows()
-MARKS = {"harness.adapters.liger_positions": pytest.mark.optional_libs("liger_kernel")}
+MARKS = {"harness.adapters.liger_positions": pytest.mark.optional_libs("liger_kernel"),
+         "harness.adapters.onnx_norms": pytest.mark.optional_libs("onnx")}
 
 
 def _available(target: str) -> str:
