@@ -18,6 +18,7 @@ Shapes: ``forward(x (*, *normalized_shape)) -> (*, *normalized_shape)``.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 from torch import nn
@@ -65,3 +66,31 @@ class LastDimNorm(nn.Module):
         if tuple(x.shape[x.dim() - k:]) != self.normalized_shape:
             raise ValueError(f"input {tuple(x.shape)} does not end in normalized_shape {self.normalized_shape}")
         return self.inner(x.reshape(*x.shape[:x.dim() - k], -1)).reshape(x.shape)
+
+
+def layer_norm_class(inner: Callable[[int, float], nn.Module], doc: str) -> type:
+    """A protocol ``LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)`` around
+    ``inner(features, eps)`` (a module with ``weight`` and ``bias``)."""
+
+    class LayerNorm(LastDimNorm):
+        def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
+            super().__init__(inner(features(normalized_shape), eps), normalized_shape, eps=eps,
+                             elementwise_affine=elementwise_affine)
+
+    LayerNorm.__doc__ = doc
+    return LayerNorm
+
+
+def rms_norm_class(inner: Callable[[int, float], nn.Module], default_eps: float, doc: str,
+                   weight: str = "weight") -> type:
+    """A protocol ``RMSNorm(normalized_shape, eps=None, elementwise_affine=True)`` around
+    ``inner(features, eps)``; ``eps=None`` is the library's ``default_eps`` (``rmsnorm_eps: fixed``)."""
+
+    class RMSNorm(LastDimNorm):
+        def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+            eps = default_eps if eps is None else eps
+            super().__init__(inner(features(normalized_shape), eps), normalized_shape, eps=eps,
+                             elementwise_affine=elementwise_affine, weight=weight, bias=None)
+
+    RMSNorm.__doc__ = doc
+    return RMSNorm

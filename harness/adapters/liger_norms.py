@@ -25,7 +25,7 @@ from liger_kernel.ops.layer_norm import LigerLayerNormFunction
 from liger_kernel.ops.rms_norm import LigerRMSNormFunction
 from torch import nn
 
-from harness.adapters.last_dim_norm import LastDimNorm, features
+from harness.adapters.last_dim_norm import layer_norm_class, rms_norm_class
 
 __version__ = getattr(liger_kernel, "__version__", "0.8.5")
 HARNESS_CONVENTIONS = {"rmsnorm_eps": "fixed", "rmsnorm_scale": "weight"}
@@ -55,18 +55,5 @@ class _LigerRMSNorm(nn.Module):
         return LigerRMSNormFunction.apply(x, self.weight.to(x.dtype), self.eps, 0.0, "llama", True) * 1.0
 
 
-class LayerNorm(LastDimNorm):
-    """``LigerLayerNorm``: y = (x - mean) * rstd * weight + bias over the last dim."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
-        super().__init__(_LigerLayerNorm(features(normalized_shape), eps), normalized_shape, eps=eps,
-                         elementwise_affine=elementwise_affine)
-
-
-class RMSNorm(LastDimNorm):
-    """``LigerRMSNorm``; ``eps=None`` is liger's default 1e-6."""
-
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
-        eps = 1e-6 if eps is None else eps
-        super().__init__(_LigerRMSNorm(features(normalized_shape), eps), normalized_shape, eps=eps,
-                         elementwise_affine=elementwise_affine, bias=None)
+LayerNorm = layer_norm_class(_LigerLayerNorm, "``LigerLayerNorm``: y = (x - mean) * rstd * weight + bias over the last dim.")
+RMSNorm = rms_norm_class(_LigerRMSNorm, 1e-6, "``LigerRMSNorm``; ``eps=None`` is liger's default 1e-6.")

@@ -35,7 +35,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from torch import nn
 
-from harness.adapters.last_dim_norm import LastDimNorm, features
+from harness.adapters.last_dim_norm import layer_norm_class, rms_norm_class
 
 __version__ = onnx.__version__
 HARNESS_DTYPES = ("float32", "float16")
@@ -82,18 +82,6 @@ class _RMSNormalization(nn.Module):
         return _run("RMSNormalization", x, self.eps, self.weight)
 
 
-class LayerNorm(LastDimNorm):
-    """``LayerNormalization(X, Scale, B, axis=-1, epsilon=eps)``."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
-        super().__init__(_LayerNormalization(features(normalized_shape), eps), normalized_shape, eps=eps,
-                         elementwise_affine=elementwise_affine)
-
-
-class RMSNorm(LastDimNorm):
-    """``RMSNormalization(X, Scale, axis=-1, epsilon=eps)``; ``eps=None`` is the operator's 1e-5."""
-
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
-        eps = 1e-5 if eps is None else eps
-        super().__init__(_RMSNormalization(features(normalized_shape), eps), normalized_shape, eps=eps,
-                         elementwise_affine=elementwise_affine, bias=None)
+LayerNorm = layer_norm_class(_LayerNormalization, "``LayerNormalization(X, Scale, B, axis=-1, epsilon=eps)``.")
+RMSNorm = rms_norm_class(_RMSNormalization, 1e-5, "``RMSNormalization(X, Scale, axis=-1, epsilon=eps)``; "
+                         "``eps=None`` is the operator's 1e-5.")

@@ -19,21 +19,21 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from harness.adapters.last_dim_norm import LastDimNorm, features
+from harness.adapters.last_dim_norm import rms_norm_class
 from harness.adapters.torchtune_files import load
 
 _RMSNorm, _ = load("modules.rms_norm", "RMSNorm", __name__)
-LayerNorm, _ = load("modules.layer_norm", "Fp32LayerNorm", __name__)
+_Fp32LayerNorm, _ = load("modules.layer_norm", "Fp32LayerNorm", __name__)
 __version__ = metadata.version("torchtune")
 
 HARNESS_CONVENTIONS = {"rmsnorm_eps": "fixed", "rmsnorm_scale": "weight"}
 HARNESS_DTYPES = ("float32", "float16", "bfloat16")
 
 
-class RMSNorm(LastDimNorm):
-    """torchtune's ``RMSNorm(dim, eps)`` under the protocol's RMSNorm constructor."""
+class LayerNorm(_Fp32LayerNorm):
+    """torchtune's ``Fp32LayerNorm`` as it is (it takes ``nn.LayerNorm``'s constructor, the protocol's); a
+    subclass defined here, so the target provides the name whether torchtune's package imports or not."""
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
-        eps = 1e-6 if eps is None else eps
-        super().__init__(_RMSNorm(features(normalized_shape), eps=eps), normalized_shape, eps=eps,
-                         elementwise_affine=elementwise_affine, weight="scale", bias=None)
+
+RMSNorm = rms_norm_class(lambda n, eps: _RMSNorm(n, eps=eps), 1e-6,
+                         "torchtune's ``RMSNorm(dim, eps)`` under the protocol's RMSNorm constructor.", weight="scale")
