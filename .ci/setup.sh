@@ -37,6 +37,8 @@ ci_setup() {
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "xformers==0.0.35"
   # the ONNX standard's Attention operator, its reference evaluator (NumPy), a correct control
   python -m pip install -q ${c[@]+"${c[@]}"} "onnx==1.23.2"
+  # onnxruntime's CPU kernels (GroupQueryAttention, Attention, RotaryEmbedding, the norms), controls
+  python -m pip install -q ${c[@]+"${c[@]}"} "onnxruntime==1.32.0"
   # Triton's interpreter runs the Triton reference kernels, their planted bugs and liger-kernel's RoPE
   # on this CPU (pyproject's `triton` extra; liger --no-deps: its own requirements pull a CUDA torch)
   python -m pip install -q ${c[@]+"${c[@]}"} "triton==3.9.0"

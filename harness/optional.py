@@ -49,6 +49,8 @@ LIBRARIES: dict[str, Library] = {lib.module: lib for lib in (
     Library("xformers", "pip install --no-deps xformers==0.0.35"),
     # the ONNX standard's reference evaluator (NumPy; brings protobuf and ml-dtypes)
     Library("onnx", "pip install onnx==1.23.2"),
+    # onnxruntime's CPU kernels (its adapters build their one-node models with onnx)
+    Library("onnxruntime", "pip install onnxruntime==1.32.0 onnx==1.23.2", needs=("onnx",)),
     # (the line a Triton target without triton is told, also docs/running.md's)
     Library("triton", "python -m pip install 'triton==3.9.0'", require=_TRITON),
     # --no-deps: its own requirements pull a CUDA torch

@@ -43,8 +43,9 @@ _ELEM = {torch.float32: TensorProto.FLOAT, torch.float16: TensorProto.FLOAT16, t
 
 
 @functools.lru_cache(maxsize=64)
-def _evaluator(dtype: torch.dtype, mask: torch.dtype | None, nonpad: bool, attrs: tuple) -> ReferenceEvaluator:
-    """One ``Attention`` node over inputs Q, K, V (and attn_mask, nonpad_kv_seqlen when given)."""
+def model(dtype: torch.dtype, mask: torch.dtype | None, nonpad: bool, attrs: tuple) -> onnx.ModelProto:
+    """One ``Attention`` node over inputs Q, K, V (and attn_mask, nonpad_kv_seqlen when given); also
+    run by onnxruntime's kernel (``harness.adapters.ort_attention``)."""
     names = ["Q", "K", "V", "attn_mask" if mask is not None else "", "", "", "nonpad_kv_seqlen" if nonpad else ""]
     while names and not names[-1]:
         names.pop()
@@ -55,16 +56,21 @@ def _evaluator(dtype: torch.dtype, mask: torch.dtype | None, nonpad: bool, attrs
         inputs.append(helper.make_tensor_value_info("nonpad_kv_seqlen", TensorProto.INT64, None))
     node = helper.make_node("Attention", names, ["Y"], **dict(attrs))
     graph = helper.make_graph([node], "attention", inputs, [helper.make_tensor_value_info("Y", _ELEM[dtype], None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    return ReferenceEvaluator(model)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluator(dtype: torch.dtype, mask: torch.dtype | None, nonpad: bool, attrs: tuple) -> ReferenceEvaluator:
+    return ReferenceEvaluator(model(dtype, mask, nonpad, attrs))
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy()
 
 
-def _attention(q, k, v, *, mask=None, nonpad=None, **attrs) -> torch.Tensor:
-    """q (B, Hq, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev) -> (B, Hq, L, Ev), in q's dtype and device."""
+def _attention(q, k, v, *, mask=None, nonpad=None, runner=_evaluator, **attrs) -> torch.Tensor:
+    """q (B, Hq, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev) -> (B, Hq, L, Ev), in q's dtype and device.
+    ``runner(dtype, mask dtype, nonpad, attrs)``: what runs the node (the reference evaluator)."""
     if q.dtype not in _ELEM or q.dtype == torch.bool:
         raise NotImplementedError(f"ONNX's reference evaluator is not called with {q.dtype} here (HARNESS_DTYPES)")
     if q.dtype == torch.float64 and attrs.get("scale") is not None:
@@ -72,7 +78,7 @@ def _attention(q, k, v, *, mask=None, nonpad=None, **attrs) -> torch.Tensor:
         # (times scale * sqrt(E), the op's default 1/sqrt(E) then exact), not in the attribute
         q = q * (attrs.pop("scale") * q.shape[-1] ** 0.5)
     attrs = tuple(sorted((key, val) for key, val in attrs.items() if val is not None))
-    run = _evaluator(q.dtype, None if mask is None else mask.dtype, nonpad is not None, attrs)
+    run = runner(q.dtype, None if mask is None else mask.dtype, nonpad is not None, attrs)
     feeds = {"Q": _np(q), "K": _np(k), "V": _np(v)}
     if mask is not None:
         feeds["attn_mask"] = _np(mask)
@@ -89,6 +95,11 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
+    return sdpa_on(_evaluator, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def sdpa_on(runner, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """``scaled_dot_product_attention`` as one ``Attention`` node run by ``runner`` (see ``_attention``)."""
     if dropout_p:
         raise NotImplementedError("ONNX's Attention has no dropout")
     if query.shape[-3] != key.shape[-3] and not enable_gqa:
@@ -98,7 +109,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:  # broadcast to the op's (B, Hq, L, S) over the flattened batch dims
         mask = _flat(attn_mask.expand(*batch, hq, L, S)) if attn_mask.dim() > 2 else attn_mask
         mask = mask if mask.dtype == torch.bool else mask.to(query.dtype)
-    out = _attention(_flat(query), _flat(key), _flat(value), mask=mask, is_causal=int(bool(is_causal)),
+    out = _attention(_flat(query), _flat(key), _flat(value), mask=mask, runner=runner,
+                     is_causal=int(bool(is_causal)),
                      scale=None if scale is None else float(scale))
     return out.reshape(*batch, hq, L, value.shape[-1])
 
@@ -106,9 +118,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 def sliding_window_attention(query, key, value, window, scale=None):
     """Queries aligned to the end of the keys (nonpad_kv_seqlen = S: offset S - L), causal, the
     protocol's w keys as ONNX's ``left_window_size = w - 1``."""
+    return sliding_on(_evaluator, query, key, value, window, scale)
+
+
+def sliding_on(runner, query, key, value, window, scale):
+    """``sliding_window_attention`` as one ``Attention`` node run by ``runner``."""
     batch, (hq, L, S) = query.shape[:-3], (query.shape[-3], query.shape[-2], key.shape[-2])
     q = _flat(query)
-    out = _attention(q, _flat(key), _flat(value), nonpad=[S] * q.shape[0], is_causal=1,
+    out = _attention(q, _flat(key), _flat(value), nonpad=[S] * q.shape[0], runner=runner, is_causal=1,
                      left_window_size=int(window) - 1, right_window_size=0,
                      scale=None if scale is None else float(scale))
     return out.reshape(*batch, hq, L, value.shape[-1])
