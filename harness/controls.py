@@ -39,6 +39,7 @@ _TT = optional.library("torchtune")
 _TRITON = optional.library("triton")
 _LIGER = optional.library("liger_kernel")
 _ONNX = optional.library("onnx")
+_ORT = optional.library("onnxruntime")
 _FLA = optional.library("fla")
 _XF = optional.library("xformers")
 
@@ -64,7 +65,12 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("torchtune_positions", "torchtune's RotaryPositionalEmbeddings", library=_TT),
     _adapter("torchtune_norms", "torchtune's Fp32LayerNorm and RMSNorm (float32 compute: float64 not declared)",
              library=_TT),
+    _adapter("torchtune_kvcache", "torchtune's KVCache.update with its generation mask and GQA expansion over "
+             "torch SDPA (one cache position per batch: ragged lengths unsupported)", library=_TT),
     _adapter("xtransformers_positions", "x-transformers 2.x: RoPE, ALiBi, T5 bias, sinusoidal, learned table",
+             library=_XT),
+    _adapter("xtransformers_attention", "x-transformers 2.x's Attend kernel (its own einsum path): SDPA and a KV "
+             "cache with softcap and sinks; bottom-right causal declared, strided GQA heads reordered",
              library=_XT),
     _adapter("rotary_embedding_torch", "the installed rotary-embedding-torch (after the 0.8.3 cache fix)",
              library=_RET),
@@ -85,6 +91,13 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("onnx_attention", "the ONNX standard's Attention operator (opset 25) run by its reference evaluator: "
              "SDPA, the sliding window, a linear KV cache (softcap, GQA); top-left causal, zeros for fully "
              "masked rows, w keys", library=_ONNX),
+    _adapter("ort_attention", "onnxruntime 1.32's CPU kernels: GroupQueryAttention over a KV cache (GQA, window and its "
+             "windowed cache, rotary, softcap, sinks) and the standard Attention operator (SDPA, sliding window)",
+             library=_ORT),
+    _adapter("ort_positions", "onnxruntime 1.32's RotaryEmbedding contrib operator (position ids and an offset), "
+             "rotate-half", library=_ORT),
+    _adapter("ort_norms", "onnxruntime 1.32's LayerNormalization and SimplifiedLayerNormalization (its RMS norm; "
+             "float32 statistics for float16 inputs, as stash_type says)", library=_ORT),
     _adapter("liger_positions_hf_layout", "liger-kernel 0.8.5's Triton RoPE given q and its gradient in the "
              "layout it assumes (Hugging Face's); its other layouts are liger_positions, known-buggy",
              library=_LIGER),
@@ -122,6 +135,7 @@ NOT_TARGETS: dict[str, str] = {
     "releases": "loads side-by-side releases for the release adapters",
     "hf_attention_interface": "registers a target's attention in transformers (a bridge, no protocol name)",
     "hf_norms": "shared constructor mapping of the hf_*rmsnorm / hf_t5_layernorm adapters",
+    "ort_graph": "builds and caches the one-node onnxruntime sessions of the ort_* adapters",
     "last_dim_norm": "the protocol's norm constructors around a library norm over the last dim (the norm adapters)",
     "torchtune_files": "reads torchtune's module files when its package import (torchao) fails",
     "hf_mistral_window": "shared code of hf_mistral_eager_window and hf_mistral_fa2_window",

@@ -66,3 +66,19 @@ def test_transformers_decoding_attention_passes_with_options_together(pytester, 
                  "options_together.kvcache"):
         assert cells[prop].startswith("pass"), (prop, cells[prop])
     assert cells["kvcache.paged_agreement"].startswith("unsupported (declared:")
+
+
+TORCHTUNE = "harness.adapters.torchtune_kvcache"
+
+
+@pytest.mark.optional_libs("torchtune")
+def test_torchtune_kvcache_passes_what_its_one_cache_position_takes(pytester, tmp_path):
+    """torchtune's ``KVCache.update`` with its generation mask: decode and chunked prefill pass; ragged
+    lengths (one ``cache_pos`` for the whole batch) are unsupported, never failed."""
+    report = tmp_path / "report"
+    tests = nodes(test_kvcache="test_decode test_chunked_prefill test_ragged_lengths")
+    result = run_suite(pytester, tests, [TORCHTUNE], None, "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
+    cells = {p: c for (p, t), c in conformance(report).items() if t == TORCHTUNE}
+    assert cells["kvcache.decode"] == "pass" and cells["kvcache.chunked_prefill"] == "pass", cells
+    assert cells["kvcache.ragged_lengths"].startswith("unsupported (undeclared: raised NotImplementedError"), cells
