@@ -105,6 +105,8 @@ CONTROLS: tuple[Control, ...] = (
              "Triton's interpreter with the harness's fixes", library=_LIGER),
     _adapter("fla_norms", "flash-linear-attention 0.6.0's Triton LayerNorm and RMSNorm (autotuned; float32 "
              "statistics: float64 declared)", library=_FLA),
+    _adapter("fla_attention", "flash-linear-attention 0.6.0's Triton softmax attention (parallel_attn: causal, "
+             "packed sequences, window, GQA, sinks; forward and backward)", library=_FLA),
     _adapter("fla_positions", "flash-linear-attention 0.6.0's Triton rotary embedding, as a function and as its "
              "stateful RotaryEmbedding", library=_FLA),
     # the project's own tiled Triton kernels (interpreted on a CPU: slow, so a sweep may name them apart)

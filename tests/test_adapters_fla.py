@@ -23,3 +23,16 @@ def test_fla_norms_pass_under_the_interpreter(pytester, tmp_path):
     cells = conformance(report)
     assert cells[("layernorm.standardized", "harness.adapters.fla_norms")] == "pass"
     assert cells[("rmsnorm.eps", "harness.adapters.fla_norms")] == "convention:fixed"
+
+
+def test_fla_softmax_attention_passes_under_the_interpreter(pytester, tmp_path):
+    """fla's ``parallel_attn`` (``harness.adapters.fla_attention``): packed causal sequences with a window and
+    sinks, forward and backward; non-causal calls are unsupported (it is causal only), never failed."""
+    report = tmp_path / "report"
+    tests = nodes(test_varlen="test_isolation test_window test_sinks", test_varlen_grad="test_isolation")
+    result = run_suite(pytester, tests, ["harness.adapters.fla_attention"], None, "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
+    cells = {p: c for (p, t), c in conformance(report).items() if t == "harness.adapters.fla_attention"}
+    assert cells["varlen.window"].startswith("convention:w"), cells
+    for prop in ("varlen.isolation", "varlen.sinks", "varlen_grad.isolation"):
+        assert cells[prop].startswith("pass"), (prop, cells[prop])
