@@ -50,6 +50,8 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("hf_attention", "transformers' Llama eager attention, declares its finite-mask convention"),
     _adapter("hf_bert_attention", "transformers' BERT eager attention"),
     _adapter("hf_positions", "transformers' Llama RoPE, Bloom ALiBi, T5 bias, DistilBERT sinusoidal"),
+    _adapter("hf_rope_scaling", "transformers' ROPE_INIT_FUNCTIONS (linear, dynamic, yarn, llama3, longrope) as its "
+             "models call them, with a model config"),
     _adapter("hf_llama_rmsnorm", "transformers' LlamaRMSNorm (fixed eps declared)"),
     _adapter("hf_t5_layernorm", "transformers' T5LayerNorm (an RMS norm; fixed eps declared)"),
     _adapter("hf_gemma_rmsnorm", "transformers' GemmaRMSNorm (1 + weight declared)"),
@@ -67,6 +69,8 @@ CONTROLS: tuple[Control, ...] = (
              library=_TT),
     _adapter("torchtune_kvcache", "torchtune's KVCache.update with its generation mask and GQA expansion over "
              "torch SDPA (one cache position per batch: ragged lengths unsupported)", library=_TT),
+    _adapter("torchtune_rope_scaling", "torchtune's Llama3ScaledRoPE (llama3) and RotaryPositionalEmbeddings (plain) "
+             "theta buffers as rope_frequencies; its other rules do not exist (unsupported)", library=_TT),
     _adapter("xtransformers_positions", "x-transformers 2.x: RoPE, ALiBi, T5 bias, sinusoidal, learned table",
              library=_XT),
     _adapter("xtransformers_attention", "x-transformers 2.x's Attend kernel (its own einsum path): SDPA and a KV "

@@ -241,6 +241,12 @@ RECORDS: tuple[Name, ...] = (
     Name("RotaryEmbedding", family="positions", reference="harness.reference.rope", kind="class",
          signature="RotaryEmbedding(dim, base=10000.0); forward(x (B, H, L, D), offset=0)",
          not_compared="the stateful form: apply_rotary_embedding is compared; call sequences are rope_module's"),
+    # scaled RoPE (context extension): scaling is a dict in Hugging Face's rope_parameters vocabulary
+    # (rope_type linear / dynamic / yarn / llama3 / longrope and their keys; reference/rope_scaling.py)
+    Name("rope_frequencies", family="rope_scaling", reference="harness.reference.rope_scaling",
+         signature="rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None) -> (inv_freq, attention_factor)",
+         not_compared="rope_scaling.agreement holds every rule to the float64 formulas; a second comparison "
+                      "between targets adds nothing a formula does not say"),
     Name("alibi_slopes", family="positions", reference="harness.reference.alibi",
          signature="alibi_slopes(num_heads) -> Tensor[H]", compared=TOLERANCE),
     Name("alibi_bias", family="positions", reference="harness.reference.alibi",

@@ -37,6 +37,8 @@ from harness.suites.positions import (test_alibi as alibi, test_rope as rope, te
                               test_t5_bias as t5_bias, test_t5_bucket as t5_bucket)
 from harness.suites.positions.configs import (RopeConfig, alibi_configs, rope_configs, sinusoidal_configs, t5_bias_configs,
                                       t5_bucket_configs)
+from harness.suites.rope_scaling import test_rope_scaling as rope_scaling
+from harness.suites.rope_scaling.configs import scaling_configs
 
 PROPERTY_PREFIX = "history"
 
@@ -174,6 +176,28 @@ def test_t5_relative_position_bucket(target, cfg):
                      keep=(("heads", "num_buckets", "max_distance", "bidirectional"),)))
 def test_t5_relative_position_bias(target, cfg):
     run(target, check_t5_relative_position_bias, cfg)
+
+
+#: dynamic NTK past the original length, then the same rule at the original length (run first on every
+#: profile: a grown base that is kept shows at the second call)
+ROPE_SCALING_HISTORY = HistoryConfig(name="rope_frequencies", calls=tuple(c.to_json() for c in (
+    rope_scaling.DYNAMIC, dataclasses.replace(rope_scaling.DYNAMIC, seq_len=1024))))
+
+
+def check_rope_frequencies(target, cfg):
+    """Each call of the history (a first call, 1-3 others -- half of them the first at another sequence
+    length -- the first again) is judged by ``rope_scaling.agreement``: a dynamic base grown for a long
+    sequence must not stay for a shorter one."""
+    replay(target, cfg, rope_scaling.check_agreement)
+
+
+@pytest.mark.needs("rope_frequencies")
+@examples()
+@example(cfg=ROPE_SCALING_HISTORY)
+@given(cfg=histories("rope_frequencies", scaling_configs(), keep=(("rule", "dim", "base", "factor", "orig"),),
+                     vary=("seq_len",)))
+def test_rope_frequencies(target, cfg):
+    run(target, check_rope_frequencies, cfg)
 
 
 # -- attention, KV cache, norms --------------------------------------------------------------------

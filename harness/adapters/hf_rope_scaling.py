@@ -1,0 +1,55 @@
+"""Hugging Face transformers' scaled-RoPE initializers (``modeling_rope_utils.ROPE_INIT_FUNCTIONS``) as
+``rope_frequencies``.
+
+    --impl harness.adapters.hf_rope_scaling
+
+``ROPE_INIT_FUNCTIONS[rope_type](config, device, seq_len)`` is what every transformers model's rotary
+embedding calls (at init, and the dynamic rule again at each longer sequence through
+``dynamic_rope_update``) to get ``(inv_freq, attention_factor)``. It is called here as a model calls
+it, with a model config (``LlamaConfig``) carrying the protocol's ``scaling`` dict as its
+``rope_parameters`` (``rope_theta`` = base, ``head_dim`` = dim). What is the adapter's: the config's
+``max_position_embeddings``, which transformers' dynamic rule reads as the pretraining length (the
+protocol's ``original_max_position_embeddings``) and the other rules as the extended length
+(``scaling["max_position_embeddings"]`` when given, else ``factor`` times the original).
+
+transformers computes the plain frequencies in float32 (``torch.arange(...).float()``), so float64
+precision is not claimed: ``rope_frequencies`` is compared at float32's rounding.
+"""
+from __future__ import annotations
+
+import logging
+
+import torch
+import transformers
+from transformers import LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+__version__ = transformers.__version__
+
+_QUIET = ("transformers.modeling_rope_utils", "transformers.configuration_utils")
+
+
+def config_for(dim: int, base: float, scaling: dict | None) -> LlamaConfig:
+    """The model config a transformers model would carry for ``scaling``."""
+    params = {"rope_type": "default", "rope_theta": float(base)}
+    params.update({k: v for k, v in (scaling or {}).items() if k != "max_position_embeddings"})
+    params["rope_theta"] = float(base)
+    orig = params.get("original_max_position_embeddings")
+    if params["rope_type"] == "dynamic" or orig is None:
+        max_pos = orig or 2048
+    else:
+        max_pos = (scaling or {}).get("max_position_embeddings") or int(round(float(params["factor"]) * orig))
+    for name in _QUIET:  # the config's validation warnings (e.g. a factor that is not max/original)
+        logging.getLogger(name).setLevel(logging.ERROR)
+    return LlamaConfig(head_dim=dim, hidden_size=dim, num_attention_heads=1, rope_parameters=params,
+                       max_position_embeddings=max_pos)
+
+
+def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
+    config = config_for(dim, base, scaling)
+    rule = config.rope_parameters["rope_type"]
+    if rule == "default":
+        inv = 1.0 / (float(base) ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        return inv, 1.0
+    inv, factor = ROPE_INIT_FUNCTIONS[rule](config, None, seq_len=seq_len)
+    return inv, float(factor)

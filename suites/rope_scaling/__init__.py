@@ -1,0 +1,1 @@
+"""Scaled RoPE (context extension): the frequencies of every scaling rule, ``rope_frequencies``."""

@@ -1,0 +1,109 @@
+"""Configurations of the scaled-RoPE suite (``rope_frequencies``).
+
+A configuration is the rule and its parameters (Hugging Face's ``rope_parameters`` vocabulary, as
+``reference/rope_scaling.py`` describes), the rotated dims, the base and the sequence length of
+the call; LongRoPE's per-pair factors are rebuilt from the seed (non-decreasing across pairs, as
+the published ones are, so that the frequencies stay ordered).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+from hypothesis import strategies as st
+
+from harness.configs import Config, register
+from harness.suites.strategies import SEED
+
+#: the rules with a scaling (``default`` is plain RoPE)
+RULES = ("linear", "dynamic", "yarn", "llama3", "longrope")
+
+
+@register
+@dataclass(frozen=True)
+class RopeScalingConfig(Config):
+    """rope_frequencies(dim, base, scaling, seq_len): ``seq_len`` 0 is None (not passed); a 0 of
+    ``attention_factor``, ``mscale``, ``mscale_all_dim`` leaves the key out of ``scaling``; ``max_pos``
+    0 leaves ``max_position_embeddings`` out (else a model config's, which differs from factor x
+    original when ``max_pos`` says so: a target must use the explicit factor)."""
+
+    rule: str
+    dim: int
+    base: float
+    factor: float
+    orig: int
+    seq_len: int
+    low_freq_factor: float
+    high_freq_factor: float
+    beta_fast: float
+    beta_slow: float
+    mscale: float
+    mscale_all_dim: float
+    attention_factor: float
+    truncate: bool
+    max_pos: int
+    seed: int
+
+    def ext_factors(self, salt: int) -> list[float]:
+        """LongRoPE's factors (dim/2,), non-decreasing: short ones in [1, 1 + (factor - 1) / 4], long
+        ones in [1, 2 factor - 1] (salt 0: short, 1: long)."""
+        top = 1 + (self.factor - 1) / 4 if salt == 0 else 1 + 2 * (self.factor - 1)
+        u = torch.rand(self.dim // 2, generator=self.generator(salt), dtype=torch.float64).sort().values
+        return [round(1 + (top - 1) * float(x), 6) for x in u]
+
+    def scaling(self) -> dict | None:
+        if self.rule == "default":
+            return None
+        s = {"rope_type": self.rule, "factor": self.factor, "original_max_position_embeddings": self.orig}
+        if self.rule == "llama3":
+            s.update(low_freq_factor=self.low_freq_factor, high_freq_factor=self.high_freq_factor)
+        if self.rule == "yarn":
+            s.update(beta_fast=self.beta_fast, beta_slow=self.beta_slow, truncate=self.truncate)
+            if self.mscale and self.mscale_all_dim:
+                s.update(mscale=self.mscale, mscale_all_dim=self.mscale_all_dim)
+        if self.rule == "longrope":
+            s.update(short_factor=self.ext_factors(0), long_factor=self.ext_factors(1))
+        if self.rule in ("yarn", "longrope") and self.attention_factor:
+            s["attention_factor"] = self.attention_factor
+        if self.max_pos and self.rule in ("yarn", "longrope"):
+            s["max_position_embeddings"] = self.max_pos
+        return s
+
+    def call_seq_len(self) -> int | None:
+        return self.seq_len or None
+
+
+#: head dims that rotate (even, >= 4: the dynamic rule's exponent dim / (dim - 2)), partial ones included
+DIM = st.one_of(st.integers(2, 16).map(lambda n: 2 * n), st.sampled_from([64, 96, 128, 256]))
+BASE = st.one_of(st.sampled_from([10000.0, 500000.0, 1e6, 150000.0]), st.floats(100.0, 2e6))
+ORIG = st.one_of(st.sampled_from([2048, 4096, 8192, 32768]), st.integers(64, 65536))
+FACTOR = st.one_of(st.sampled_from([2.0, 4.0, 8.0, 16.0, 32.0, 40.0]), st.floats(1.0, 64.0))
+
+
+@st.composite
+def scaling_configs(draw, rules=RULES, factor=FACTOR, long=None) -> RopeScalingConfig:
+    """A rule of ``rules`` with drawn parameters; ``long``: True draws seq_len past the original
+    length, False up to it, None either (or none)."""
+    rule = draw(st.sampled_from(rules))
+    orig = draw(ORIG)
+    f = draw(factor)
+    if long is None:
+        seq_len = draw(st.one_of(st.just(0), st.integers(1, orig), st.integers(orig + 1, 4 * orig), st.just(orig)))
+    elif long:
+        seq_len = draw(st.integers(orig + 1, 8 * orig))
+    else:
+        seq_len = draw(st.one_of(st.just(0), st.integers(1, orig)))
+    lo = draw(st.sampled_from([1.0, 0.5, 2.0]))
+    mscale = draw(st.sampled_from([0.0, 0.0, 1.0, 0.707]))
+    return RopeScalingConfig(
+        rule=rule, dim=draw(DIM), base=draw(BASE), factor=f, orig=orig, seq_len=seq_len,
+        low_freq_factor=lo, high_freq_factor=lo * draw(st.sampled_from([4.0, 2.0, 8.0])),
+        beta_fast=draw(st.sampled_from([32.0, 16.0, 64.0])), beta_slow=draw(st.sampled_from([1.0, 2.0, 0.5])),
+        mscale=mscale, mscale_all_dim=draw(st.sampled_from([0.0, 1.0, 0.707])) if mscale else 0.0,
+        attention_factor=draw(st.sampled_from([0.0, 0.0, 0.0, 1.2])), truncate=draw(st.booleans()),
+        max_pos=draw(st.sampled_from([0, 0, orig * 3 + 1])), seed=draw(SEED))
+
+
+def at_factor_one(cfg: RopeScalingConfig) -> RopeScalingConfig:
+    """The same rule at factor 1 (LongRoPE: every per-pair factor 1 too), no explicit attention factor."""
+    return replace(cfg, factor=1.0, attention_factor=0.0)
