@@ -76,6 +76,8 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("xtransformers_attention", "x-transformers 2.x's Attend kernel (its own einsum path): SDPA and a KV "
              "cache with softcap and sinks; bottom-right causal declared, strided GQA heads reordered",
              library=_XT),
+    _adapter("xtransformers_rope_scaling", "x-transformers 2.x's RotaryEmbedding with interpolation_factor (the "
+             "linear rule; the others do not exist there: unsupported)", library=_XT),
     _adapter("rotary_embedding_torch", "the installed rotary-embedding-torch (after the 0.8.3 cache fix)",
              library=_RET),
     _adapter("rotary_embedding_torch_0_2_7", "0.2.7 fixed 0.2.6's cache keyed on the length only",

@@ -24,14 +24,17 @@ def test_correct_scaled_ropes_pass_every_property(pytester, tmp_path):
             assert cell == "pass", (prop, target, cell)
 
 
-@pytest.mark.optional_libs("torchtune")
-def test_torchtune_llama3_scaled_rope_passes(pytester, tmp_path):
-    """torchtune's ``Llama3ScaledRoPE`` (``harness.adapters.torchtune_rope_scaling``): the llama3 rule passes,
-    the rules torchtune does not have are unsupported, never failed."""
+@pytest.mark.optional_libs("torchtune", "x_transformers")
+def test_torchtune_and_xtransformers_scaled_ropes_pass(pytester, tmp_path):
+    """torchtune's ``Llama3ScaledRoPE`` (``harness.adapters.torchtune_rope_scaling``) and x-transformers'
+    interpolated ``RotaryEmbedding`` (``xtransformers_rope_scaling``): the rule each has passes, the rules
+    it does not have are unsupported, never failed."""
     report = tmp_path / "report"
-    result = run_suite(pytester, SUITES, ["harness.adapters.torchtune_rope_scaling"], None,
-                       "--conformance-report", str(report))
+    tt, xt = "harness.adapters.torchtune_rope_scaling", "harness.adapters.xtransformers_rope_scaling"
+    result = run_suite(pytester, SUITES, [tt, xt], None, "--conformance-report", str(report))
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
-    cells = {p: c for (p, _), c in conformance(report).items()}
-    assert cells["rope_scaling.llama3_bands"] == "pass" and cells["rope_scaling.plain"] == "pass", cells
-    assert cells["rope_scaling.yarn"].startswith("unsupported"), cells
+    cells = conformance(report)
+    assert cells[("rope_scaling.llama3_bands", tt)] == "pass" and cells[("rope_scaling.plain", tt)] == "pass", cells
+    assert cells[("rope_scaling.linear", xt)] == "pass" and cells[("rope_scaling.plain", xt)] == "pass", cells
+    assert cells[("rope_scaling.yarn", tt)].startswith("unsupported"), cells
+    assert cells[("rope_scaling.llama3_bands", xt)].startswith("unsupported"), cells
