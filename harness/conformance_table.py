@@ -25,21 +25,28 @@ def cell(row: dict) -> tuple[int, str, str]:
 #: the columns of the long table that are written (``kind`` is for the counts, not a report column)
 COLUMNS = ["property", "target", "result", "detail"]
 #: what the JSON's results carry besides ``COLUMNS``, as data for tools (``harness sweep``): the
-#: cell's ``kind`` (``KINDS``) and a failure's one-line ``repro`` ("" when it has none)
-JSON_EXTRA = ["kind", "repro"]
+#: cell's ``kind`` (``KINDS``), a failure's one-line ``repro`` ("" when it has none), and its time:
+#: ``seconds`` of the property's test and ``target_seconds`` of them in the target's calls (None
+#: where the test did not run; older reports have neither)
+JSON_EXTRA = ["kind", "repro", "seconds", "target_seconds"]
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
     """One line per (property, target): the worst outcome, its reason and its kind."""
     best: dict[tuple[str, str], tuple[int, str, str, str, str]] = {}
+    spent: dict[tuple[str, str], tuple[float, float]] = {}
     for row in rows:
         key = (row["property"], row["target"])
+        if row.get("seconds") is not None:
+            total, inside = spent.get(key, (0.0, 0.0))
+            spent[key] = (total + row["seconds"], inside + (row.get("target_seconds") or 0.0))
         rank, text, what = cell(row)
         if key not in best or rank > best[key][0]:
             best[key] = (rank, text, what, row.get("reason") or row.get("unsupported_detail") or "",
                          row.get("repro") or "")
     data = [{"property": p, "target": t, "result": text,
-             "detail": reason if rank >= 2 or what == "partial" else "", "kind": what, "repro": repro}
+             "detail": reason if rank >= 2 or what == "partial" else "", "kind": what, "repro": repro,
+             "seconds": spent.get((p, t), (None, None))[0], "target_seconds": spent.get((p, t), (None, None))[1]}
             for (p, t), (rank, text, what, reason, repro) in best.items()]
     return pd.DataFrame(data, columns=COLUMNS + JSON_EXTRA)
 
@@ -106,19 +113,31 @@ def target_line(t) -> str:
     return f"- `{t.spec}`: {t.file}{versions.label(t)}\n"
 
 
+def timing_table(long: pd.DataFrame) -> pd.DataFrame:
+    """Where a run's time went, slowest first: per (property, target) the test's ``seconds``, the
+    part in the target's calls (``target_seconds``: its kernels, and the round trips to its worker)
+    and the rest (``harness_seconds``: drawing and shrinking, the float64 references, the checks)."""
+    timed = long[long["seconds"].notna()][["property", "target", "seconds", "target_seconds"]].copy()
+    timed["harness_seconds"] = timed["seconds"] - timed["target_seconds"]
+    return timed.sort_values("seconds", ascending=False).round(3).reset_index(drop=True)
+
+
 def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -> list[Path]:
-    """Write conformance.csv, conformance.md and conformance.json into ``out_dir``; with
+    """Write conformance.csv, conformance.md, conformance.json and timing.csv (``timing_table``) into
+    ``out_dir``; with
     ``consistency`` (rows, differential rows: several targets, ``harness.consistency``) also
     consistency.csv, and the section in the MD and JSON."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     wide = conformance_table(rows)
     long = long_table(rows)
-    paths = [out / "conformance.csv", out / "conformance.md", out / "conformance.json"]
+    paths = [out / "conformance.csv", out / "conformance.md", out / "conformance.json", out / "timing.csv"]
     wide.to_csv(paths[0])
+    timing_table(long).to_csv(paths[3], index=False)
     header = "# Conformance\n\n" + "".join(target_line(t) for t in targets) + \
         "\n" + "".join(f"- {line}\n" for line in summary_lines(rows))
-    tail, data = "", {"results": long[COLUMNS + JSON_EXTRA].to_dict(orient="records")}
+    records = long[COLUMNS + JSON_EXTRA].astype(object)
+    tail, data = "", {"results": records.where(records.notna(), None).to_dict(orient="records")}  # (null, not NaN)
     long = long[COLUMNS]
     if consistency is not None:
         from harness import consistency as cons

@@ -49,6 +49,9 @@ class CallLimit:
     first_allowance: float = options.IMPORT_TIMEOUT_S
     #: the names called so far (in the current worker: cleared when one starts)
     called: set = field(default_factory=set)
+    #: wall seconds spent in this target's calls (a worker's round trip included), for the
+    #: per-property timing of the conformance report (``harness.plugin``: the difference per test)
+    spent: float = 0.0
 
     def first_call(self, name: str) -> bool:
         """Whether this is ``name``'s first call (here, or in the current worker); noted."""
@@ -186,8 +189,17 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     """Call ``fn(*args, **kwargs)`` under the call rules and the target's ``limit`` (``target.limit``);
     see the module docstring. A handle into a target's worker (``harness.handles.Remote``) is
     called there, under the same rules and its worker's limit."""
-    if isinstance(fn, Remote):
-        return call_remote(fn, name, args, kwargs)
+    start = time.perf_counter()
+    try:
+        if isinstance(fn, Remote):
+            return call_remote(fn, name, args, kwargs)
+        return _call_here(limit, fn, name, *args, **kwargs)
+    finally:
+        limit.spent += time.perf_counter() - start
+
+
+def _call_here(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``call`` of a function in this process."""
     limit.refuse_if_hung(id(fn), name)
     seconds = limit.seconds
     inputs = Inputs(name, args, kwargs)

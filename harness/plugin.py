@@ -48,6 +48,8 @@ _HARNESS_KEY = pytest.StashKey[bool]()
 _CONSISTENCY_KEY = pytest.StashKey[list]()
 #: an item's protocol name that the target defines but cannot serve (``BrokenTarget``: a wrong signature)
 _BROKEN_KEY = pytest.StashKey[str]()
+#: the target's ``limit.spent`` when a test's set-up began (its calls' seconds are the difference)
+_SPENT_KEY = pytest.StashKey[float]()
 _XFAILS_KEY = pytest.StashKey[list]()
 
 
@@ -247,6 +249,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if target is None:
         return
     target.outcome = Outcome()  # this test's labels and configurations passed over
+    item.stash[_SPENT_KEY] = target.limit.spent  # (the seconds in target calls before this test)
     if target.worker is not None:
         target.worker.output_report()  # a fresh output budget per test
     if target.load_error is not None:
@@ -321,7 +324,10 @@ def pytest_runtest_makereport(item: pytest.Item, call):
                 report.user_properties.append(("harness_skip_kind", "unsupported"))
             elif isinstance(call.excinfo.value, runner.NotLoadedSkip):
                 report.user_properties.append(("harness_skip_kind", "not_loaded"))
-        if report.when == "call":
+        if report.when == "call":  # the property's time, and the part spent in the target's calls
+            in_target = target.limit.spent - item.stash.get(_SPENT_KEY, target.limit.spent)
+            report.user_properties += [("harness_seconds", round(report.duration, 4)),
+                                       ("harness_target_seconds", round(in_target, 4))]
             failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
             if failure is not None and report.failed:  # the table's reason, as data (no text parsed)
                 report.user_properties += [("harness_failure_kind", failure.kind),

@@ -3,7 +3,9 @@
 The plug-in (``harness.plugin``) registers one ``ResultsSink`` per config (a pytester run inside
 a session gets its own) and calls ``conformance_summary`` from ``pytest_terminal_summary``.
 A row: ``property``, ``target``, ``when``, ``outcome``, ``label``, ``convention``, ``unsupported``,
-``unsupported_detail``, ``reason``, ``repro`` (a failure's one-line repro, when it has one)
+``unsupported_detail``, ``reason``, ``repro`` (a failure's one-line repro, when it has one),
+``seconds`` and ``target_seconds`` (the call phase's duration and the part of it spent in the target's
+calls, round trips to its worker included; None for set-up rows)
 (``harness.conformance_table`` turns rows into the table).
 """
 from __future__ import annotations
@@ -49,7 +51,9 @@ class ResultsSink:
                               "reason": reason, "repro": props.get("harness_failure_repro"),
                               "skip_kind": props.get("harness_skip_kind"),
                               "expected": props.get("harness_expected"),
-                              "unexpected_pass": props.get("harness_unexpected_pass")})
+                              "unexpected_pass": props.get("harness_unexpected_pass"),
+                              "seconds": props.get("harness_seconds"),
+                              "target_seconds": props.get("harness_target_seconds")})
 
 
 

@@ -29,3 +29,38 @@ def test_summary_without_a_point_cannot_be_evaluated():
 def test_session_line_is_parsed():
     m = ct._SESSION.search("89 passed, 65 skipped in 187.23s (0:03:07)")
     assert m and float(m.group(1)) == 187.23
+
+
+def test_summary_names_where_the_time_went():
+    """A point's phases, slowest properties and machine speed are reported, not judged."""
+    row = _row(1.2, 30.0)
+    row["metrics"].update(phases_in_process={"collection_and_setup_s": 8.5, "target_calls_s": 4.0, "harness_s": 12.5},
+                          slowest_in_process=[{"property": "models.dependency", "seconds": 3.1}],
+                          machine={"matmul_ms": 48.0, "python_loop_ms": 92.0})
+    checks = ct.summary(SimpleNamespace(), [row])
+    phase = checks[0]
+    assert phase.passed is None and "target calls 4.0 s" in phase.detail and "models.dependency 3.1 s" in phase.detail
+    assert "matmul 48 ms" in phase.detail
+    assert [c.passed for c in checks[1:]] == [True, True]
+
+
+def test_a_report_says_each_property_time_and_its_part_in_the_target(pytester, tmp_path):
+    """``timing.csv`` and the JSON's ``seconds`` / ``target_seconds``: per (property, target) that ran,
+    the target's part never more than the whole; a property that did not run has none (null)."""
+    import json
+
+    import pandas as pd
+    from planted_support import run_suite
+
+    report = tmp_path / "report"
+    result = run_suite(pytester, ["test_rope_scaling.py"], ["reference", "torch.nn"], None,
+                       "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0
+    timing = pd.read_csv(report / "timing.csv")
+    assert list(timing.columns) == ["property", "target", "seconds", "target_seconds", "harness_seconds"]
+    assert set(timing["target"]) == {"reference"} and len(timing) == 9
+    assert (timing["target_seconds"] > 0).all() and (timing["target_seconds"] <= timing["seconds"]).all()
+    assert list(timing["seconds"]) == sorted(timing["seconds"], reverse=True)
+    results = json.loads((report / "conformance.json").read_text())["results"]
+    skipped = [r for r in results if r["target"] == "torch.nn"]
+    assert skipped and all(r["seconds"] is None and r["target_seconds"] is None for r in skipped)

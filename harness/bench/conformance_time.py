@@ -9,9 +9,17 @@ both alike; the summary checks the isolation overhead, the median of the paired 
 process / none, against ``OVERHEAD_LIMIT`` (issue 10: within 1.5x of the in-process time) and
 the process-mode time against ``TIME_LIMIT_S`` per target. These are benchmark checks,
 reported, never a unit-test timing assertion.
+
+Where the time goes (issue 46): each run's report (``timing.csv``, ``harness.conformance_table``)
+gives every property's seconds and the part spent in the target's calls; a point records the
+phases (collection and set-up = the session's time minus its tests; the target's calls; the
+harness's own work: drawing, shrinking, the float64 references, the checks) and the slowest
+properties, with this machine's single-thread speed (``machine_speed``: a fixed float64 matmul
+and a Python loop) so that figures from different machines compare.
 """
 from __future__ import annotations
 
+import csv
 import os
 import re
 import statistics
@@ -39,11 +47,63 @@ def run_check(impl: str, mode: str) -> dict:
                                "--isolation", mode, "--report", out], capture_output=True, text=True, env=env,
                               timeout=1800)
         wall = time.perf_counter() - start
+        timing = _timing(os.path.join(out, "timing.csv"))
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     session = _SESSION.search(tail)
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)}
-    return {"time_s": float(session.group(1)) if session else wall, "process_wall_s": wall,
-            "exit_code": done.returncode, "summary": tail, **{f"n_{k}": v for k, v in counts.items()}}
+    time_s = float(session.group(1)) if session else wall
+    tests_s = sum(r["seconds"] for r in timing)
+    target_s = sum(r["target_seconds"] for r in timing)
+    return {"time_s": time_s, "process_wall_s": wall, "exit_code": done.returncode, "summary": tail,
+            "phases": {"collection_and_setup_s": round(time_s - tests_s, 2), "target_calls_s": round(target_s, 2),
+                       "harness_s": round(tests_s - target_s, 2)},
+            "slowest": timing[:SLOWEST], **{f"n_{k}": v for k, v in counts.items()}}
+
+
+#: how many of the slowest properties a point keeps
+SLOWEST = 12
+
+
+def _timing(path: str) -> list[dict]:
+    """The rows of a run's timing.csv (slowest first), numbers as floats; [] without one."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return [{**r, **{k: float(r[k] or 0.0) for k in ("seconds", "target_seconds", "harness_seconds")}}
+                for r in csv.DictReader(f)]
+
+
+def machine_speed(repeats: int = 5) -> dict:
+    """This machine's single-thread speed: the median milliseconds of a 256 x 256 float64 matmul (x 20)
+    and of a one-million-step Python loop (the harness's own work is mostly the second)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a = torch.randn(256, 256, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+
+        def matmul():
+            for _ in range(20):
+                a @ a
+
+        def loop():
+            total = 0
+            for i in range(1_000_000):
+                total += i
+            return total
+
+        out = {}
+        for name, fn in (("matmul_ms", matmul), ("python_loop_ms", loop)):
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+            out[name] = round(statistics.median(times), 2)
+        return out
+    finally:
+        torch.set_num_threads(threads)
 
 
 def measure(ctx: Context, p: dict) -> dict:
@@ -54,9 +114,12 @@ def measure(ctx: Context, p: dict) -> dict:
     ratios = [b["time_s"] / a["time_s"] for a, b in zip(runs["none"], runs["process"])]
     med = {m: statistics.median(r["time_s"] for r in runs[m]) for m in MODES}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    last = runs["none"][-1]
     return {"time_s": med["process"], "time_none_s": med["none"], "overhead_ratio": statistics.median(ratios),
             "ratios": ratios, "repeats": p["repeats"], "exit_codes": [r["exit_code"] for m in MODES for r in runs[m]],
-            "summary": runs["process"][-1]["summary"], "loadavg_1m": load, "cpu_count": os.cpu_count()}
+            "summary": runs["process"][-1]["summary"], "loadavg_1m": load, "cpu_count": os.cpu_count(),
+            "phases_in_process": last["phases"], "phases_isolated": runs["process"][-1]["phases"],
+            "slowest_in_process": last["slowest"], "machine": machine_speed()}
 
 
 def points(ctx: Context) -> list[Point]:
@@ -73,7 +136,16 @@ def summary(ctx: Context, rows: list[dict]) -> list[Check]:
         return [Check("conformance time per target", None, "no measured point")]
     m = ok[-1]["metrics"]
     ratio, t = m.get("overhead_ratio"), m.get("time_s")
-    return [Check("isolation overhead (process / in-process, CI profile)",
+    checks = []
+    phases, machine = m.get("phases_in_process"), m.get("machine") or {}
+    if phases:  # (reported, not judged: where the time went, for the run that regressed to name its property)
+        slow = ", ".join(f"{r['property']} {r['seconds']:.1f} s" for r in (m.get("slowest_in_process") or [])[:5])
+        checks.append(Check("conformance time by phase (in-process, not judged)", None,
+                            f"collection and set-up {phases['collection_and_setup_s']:.1f} s, target calls "
+                            f"{phases['target_calls_s']:.1f} s, the harness {phases['harness_s']:.1f} s; slowest: "
+                            f"{slow}; this machine: matmul {machine.get('matmul_ms', float('nan')):.0f} ms, "
+                            f"Python loop {machine.get('python_loop_ms', float('nan')):.0f} ms"))
+    return checks + [Check("isolation overhead (process / in-process, CI profile)",
                   None if ratio is None else ratio <= OVERHEAD_LIMIT,
                   f"{ratio:.2f}x ({m.get('time_none_s', float('nan')):.1f} s -> {t:.1f} s), limit {OVERHEAD_LIMIT}x"),
             Check("conformance time per target (CI profile, isolated)", None if t is None else t <= TIME_LIMIT_S,
