@@ -43,3 +43,24 @@ def test_a_wrong_trailing_shape_is_a_clear_error():
     norm = LastDimNorm(Scaled(6, 1e-6), (2, 3), eps=1e-6, elementwise_affine=True, weight="scale")
     with pytest.raises(ValueError, match=r"does not end in normalized_shape \(2, 3\)"):
         norm(torch.randn(4, 3, 2))
+
+
+def test_op_norm_classes_feed_one_node_the_modules_parameters():
+    """A graph runtime's norms (``onnx_norms``, ``ort_norms``): each call runs one node, named, over x
+    flattened to the last dim, with the module's weight (and bias) and eps; RMSNorm's eps=None is the
+    runtime's default."""
+    from harness.adapters.last_dim_norm import op_norm_classes
+
+    seen = []
+
+    def run(op, x, eps, *params):
+        seen.append((op, tuple(x.shape), eps, [tuple(p.shape) for p in params]))
+        return x * 2
+
+    LayerNorm, RMSNorm = op_norm_classes(run, "LayerNormalization", "RMSNormalization", 1e-5)
+    x = torch.randn(3, 2, 4)
+    assert torch.equal(LayerNorm((2, 4), eps=1e-3)(x), x * 2)
+    rms = RMSNorm(4)
+    rms(x)
+    assert seen == [("LayerNormalization", (3, 8), 1e-3, [(8,), (8,)]), ("RMSNormalization", (3, 2, 4), 1e-5, [(4,)])]
+    assert rms.eps == 1e-5 and rms.weight.shape == (4,) and rms.bias is None

@@ -94,3 +94,29 @@ def rms_norm_class(inner: Callable[[int, float], nn.Module], default_eps: float,
 
     RMSNorm.__doc__ = doc
     return RMSNorm
+
+
+def op_norm_classes(run: Callable, layer_op: str, rms_op: str, rms_default_eps: float) -> tuple[type, type]:
+    """The protocol's ``(LayerNorm, RMSNorm)`` over two ops of a graph runtime (ONNX's reference
+    evaluator, onnxruntime): ``run(op, x, eps, *params)`` runs one node over the last axis, fed the
+    module's weight (and bias) as its scale (and bias) inputs."""
+
+    class _Layer(nn.Module):
+        def __init__(self, n: int, eps: float):
+            super().__init__()
+            self.weight, self.bias, self.eps = nn.Parameter(torch.ones(n)), nn.Parameter(torch.zeros(n)), eps
+
+        def forward(self, x):
+            return run(layer_op, x, self.eps, self.weight, self.bias)
+
+    class _Rms(nn.Module):
+        def __init__(self, n: int, eps: float):
+            super().__init__()
+            self.weight, self.eps = nn.Parameter(torch.ones(n)), eps
+
+        def forward(self, x):
+            return run(rms_op, x, self.eps, self.weight)
+
+    return (layer_norm_class(_Layer, f"``{layer_op}(X, Scale, B, axis=-1, epsilon=eps)``."),
+            rms_norm_class(_Rms, rms_default_eps, f"``{rms_op}(X, Scale, axis=-1, epsilon=eps)``; ``eps=None`` is "
+                           f"{rms_default_eps:g}."))

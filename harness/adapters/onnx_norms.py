@@ -33,9 +33,8 @@ import onnx
 import torch
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from torch import nn
 
-from harness.adapters.last_dim_norm import layer_norm_class, rms_norm_class
+from harness.adapters.last_dim_norm import op_norm_classes
 
 __version__ = onnx.__version__
 HARNESS_DTYPES = ("float32", "float16")
@@ -64,24 +63,4 @@ def _run(op: str, x: torch.Tensor, eps: float, *params: torch.Tensor) -> torch.T
     return torch.from_numpy(np.ascontiguousarray(y)).to(x.device)
 
 
-class _LayerNormalization(nn.Module):
-    def __init__(self, n: int, eps: float):
-        super().__init__()
-        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(n)), nn.Parameter(torch.zeros(n)), eps
-
-    def forward(self, x):
-        return _run("LayerNormalization", x, self.eps, self.weight, self.bias)
-
-
-class _RMSNormalization(nn.Module):
-    def __init__(self, n: int, eps: float):
-        super().__init__()
-        self.weight, self.eps = nn.Parameter(torch.ones(n)), eps
-
-    def forward(self, x):
-        return _run("RMSNormalization", x, self.eps, self.weight)
-
-
-LayerNorm = layer_norm_class(_LayerNormalization, "``LayerNormalization(X, Scale, B, axis=-1, epsilon=eps)``.")
-RMSNorm = rms_norm_class(_RMSNormalization, 1e-5, "``RMSNormalization(X, Scale, axis=-1, epsilon=eps)``; "
-                         "``eps=None`` is the operator's 1e-5.")
+LayerNorm, RMSNorm = op_norm_classes(_run, "LayerNormalization", "RMSNormalization", 1e-5)

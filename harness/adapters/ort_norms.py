@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import onnxruntime as ort
 import torch
-from torch import nn
 
-from harness.adapters.last_dim_norm import layer_norm_class, rms_norm_class
+from harness.adapters.last_dim_norm import op_norm_classes
 from harness.adapters.ort_graph import ELEM, np_of, session, to_torch
 
 __version__ = ort.__version__
@@ -43,24 +42,4 @@ def _run(op: str, x: torch.Tensor, eps: float, *params: torch.Tensor) -> torch.T
     return to_torch(y, x)
 
 
-class _LayerNormalization(nn.Module):
-    def __init__(self, n: int, eps: float):
-        super().__init__()
-        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(n)), nn.Parameter(torch.zeros(n)), eps
-
-    def forward(self, x):
-        return _run("LayerNormalization", x, self.eps, self.weight, self.bias)
-
-
-class _SimplifiedLayerNormalization(nn.Module):
-    def __init__(self, n: int, eps: float):
-        super().__init__()
-        self.weight, self.eps = nn.Parameter(torch.ones(n)), eps
-
-    def forward(self, x):
-        return _run("SimplifiedLayerNormalization", x, self.eps, self.weight)
-
-
-LayerNorm = layer_norm_class(_LayerNormalization, "``LayerNormalization(X, Scale, B, axis=-1, epsilon=eps)``.")
-RMSNorm = rms_norm_class(_SimplifiedLayerNormalization, 1e-5,
-                         "``SimplifiedLayerNormalization(X, Scale, axis=-1, epsilon=eps)``; ``eps=None`` is 1e-5.")
+LayerNorm, RMSNorm = op_norm_classes(_run, "LayerNormalization", "SimplifiedLayerNormalization", 1e-5)
