@@ -2,8 +2,10 @@
 
     rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None) -> (inv_freq (dim/2,), attention_factor)
 
-``dim`` is the number of rotated dims (a partial rotary's ``rotary_dim``; the dims past it pass
-through untouched, which is the caller's), ``inv_freq[i]`` the angle per position of pair i,
+``dim`` is the head dim; ``scaling["partial_rotary_factor"]`` (p, default 1, any rule including
+``default``) rotates only the first ``int(dim * p)`` dims, and every formula below then runs with
+that rotary dim as ``dim`` (the exponent ``2i / (dim p)``, not ``2i / dim``; inv_freq has
+``int(dim p) / 2`` pairs; the dims past it pass through untouched, which is the caller's). ``inv_freq[i]`` the angle per position of pair i,
 ``attention_factor`` the factor cos and sin are multiplied by (1 where a rule has none). Without
 ``scaling`` (or ``rope_type`` "default") the frequencies are plain RoPE's, ``base^(-2i/dim)``.
 ``scaling`` is a dict in Hugging Face's ``rope_parameters`` vocabulary (``modeling_rope_utils``, the
@@ -111,6 +113,7 @@ def rope_frequencies(dim: int, base: float = 10000.0, scaling: dict | None = Non
                      seq_len: int | None = None) -> tuple[torch.Tensor, float]:
     """(inv_freq (dim/2,) float64, attention_factor float) for the rule ``scaling`` names."""
     rule = "default" if not scaling else scaling.get("rope_type", "default")
+    dim = int(dim * float((scaling or {}).get("partial_rotary_factor", 1.0)))  # the rotary dim
     if rule not in RULES:
         raise ValueError(f"unknown rope_type {rule!r}: one of {RULES}")
     if rule == "default":

@@ -18,7 +18,7 @@ def test_correct_scaled_ropes_pass_every_property(pytester, tmp_path):
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
     cells = conformance(report)
     props = {p for p, _ in cells if p.startswith("rope_scaling.")}
-    assert len(props) == 9, props
+    assert len(props) == 10, props
     for (prop, target), cell in cells.items():
         if prop.startswith("rope_scaling."):
             assert cell == "pass", (prop, target, cell)
@@ -35,7 +35,8 @@ def test_torchtune_and_xtransformers_scaled_ropes_pass(pytester, tmp_path):
     result = run_suite(pytester, tests, [tt, xt], None, "--conformance-report", str(report))
     assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
     cells = conformance(report)
-    assert cells[("rope_scaling.llama3_bands", tt)] == "pass" and cells[("rope_scaling.plain", tt)] == "pass", cells
-    assert cells[("rope_scaling.linear", xt)] == "pass" and cells[("rope_scaling.plain", xt)] == "pass", cells
+    for prop, target in (("llama3_bands", tt), ("plain", tt), ("linear", xt), ("plain", xt)):
+        # (a partial rotary factor, which neither module takes, is passed over: "pass; n of m ... unsupported")
+        assert cells[(f"rope_scaling.{prop}", target)].startswith("pass"), cells
     assert cells[("rope_scaling.yarn", tt)].startswith("unsupported"), cells
     assert cells[("rope_scaling.llama3_bands", xt)].startswith("unsupported"), cells

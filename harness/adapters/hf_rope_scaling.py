@@ -12,17 +12,19 @@ it, with a model config (``LlamaConfig``) carrying the protocol's ``scaling`` di
 protocol's ``original_max_position_embeddings``) and the other rules as the extended length
 (``scaling["max_position_embeddings"]`` when given, else ``factor`` times the original).
 
-transformers computes the plain frequencies in float32 (``torch.arange(...).float()``), so float64
+Plain RoPE (``scaling`` None or ``rope_type`` "default") is each model's own
+``compute_default_rope_parameters``; Phi's is called, as it honours ``partial_rotary_factor`` (Llama's
+has none). transformers computes the plain frequencies in float32 (``torch.arange(...).float()``), so float64
 precision is not claimed: ``rope_frequencies`` is compared at float32's rounding.
 """
 from __future__ import annotations
 
 import logging
 
-import torch
 import transformers
 from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.phi.modeling_phi import PhiRotaryEmbedding
 
 __version__ = transformers.__version__
 
@@ -48,8 +50,8 @@ def config_for(dim: int, base: float, scaling: dict | None) -> LlamaConfig:
 def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
     config = config_for(dim, base, scaling)
     rule = config.rope_parameters["rope_type"]
-    if rule == "default":
-        inv = 1.0 / (float(base) ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        return inv, 1.0
+    if rule == "default":  # (not in ROPE_INIT_FUNCTIONS: each model's own; Phi's reads partial_rotary_factor)
+        inv, factor = PhiRotaryEmbedding.compute_default_rope_parameters(config)
+        return inv, float(factor)
     inv, factor = ROPE_INIT_FUNCTIONS[rule](config, None, seq_len=seq_len)
     return inv, float(factor)

@@ -22,6 +22,8 @@ __version__ = "0.6.1"
 
 def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
     rule = (scaling or {}).get("rope_type", "default")
+    if float((scaling or {}).get("partial_rotary_factor", 1.0)) != 1.0:
+        raise NotImplementedError("torchtune's module rotates the dim it is given (no partial_rotary_factor)")
     if rule == "default":
         return RotaryPositionalEmbeddings(dim, max_seq_len=1, base=base).theta, 1.0
     if rule != "llama3":

@@ -21,6 +21,8 @@ __version__ = getattr(x_transformers, "__version__", "2.x")
 
 def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
     rule = (scaling or {}).get("rope_type", "default")
+    if float((scaling or {}).get("partial_rotary_factor", 1.0)) != 1.0:
+        raise NotImplementedError("x-transformers's module rotates the dim it is given (no partial_rotary_factor)")
     if rule not in ("default", "linear"):
         raise NotImplementedError(f"x-transformers' RotaryEmbedding has no {rule!r} rule (interpolation only)")
     factor = float(scaling["factor"]) if rule == "linear" else 1.0

@@ -22,7 +22,8 @@ RULES = ("linear", "dynamic", "yarn", "llama3", "longrope")
 @register
 @dataclass(frozen=True)
 class RopeScalingConfig(Config):
-    """rope_frequencies(dim, base, scaling, seq_len): ``seq_len`` 0 is None (not passed); a 0 of
+    """rope_frequencies(dim, base, scaling, seq_len): ``partial`` < 1 is ``partial_rotary_factor`` (the
+    rotary dim ``int(dim x partial)``, >= 4 and even); ``seq_len`` 0 is None (not passed); a 0 of
     ``attention_factor``, ``mscale``, ``mscale_all_dim`` leaves the key out of ``scaling``; ``max_pos``
     0 leaves ``max_position_embeddings`` out (else a model config's, which differs from factor x
     original when ``max_pos`` says so: a target must use the explicit factor)."""
@@ -43,18 +44,25 @@ class RopeScalingConfig(Config):
     truncate: bool
     max_pos: int
     seed: int
+    partial: float = 1.0
+
+    @property
+    def rotary_dim(self) -> int:
+        """The rotated dims: int(dim x partial_rotary_factor)."""
+        return int(self.dim * self.partial)
 
     def ext_factors(self, salt: int) -> list[float]:
         """LongRoPE's factors (dim/2,), non-decreasing: short ones in [1, 1 + (factor - 1) / 4], long
         ones in [1, 2 factor - 1] (salt 0: short, 1: long)."""
         top = 1 + (self.factor - 1) / 4 if salt == 0 else 1 + 2 * (self.factor - 1)
-        u = torch.rand(self.dim // 2, generator=self.generator(salt), dtype=torch.float64).sort().values
+        u = torch.rand(self.rotary_dim // 2, generator=self.generator(salt), dtype=torch.float64).sort().values
         return [round(1 + (top - 1) * float(x), 6) for x in u]
 
     def scaling(self) -> dict | None:
+        partial = {"partial_rotary_factor": self.partial} if self.partial != 1.0 else {}
         if self.rule == "default":
-            return None
-        s = {"rope_type": self.rule, "factor": self.factor, "original_max_position_embeddings": self.orig}
+            return {"rope_type": "default", **partial} if partial else None
+        s = {"rope_type": self.rule, "factor": self.factor, "original_max_position_embeddings": self.orig, **partial}
         if self.rule == "llama3":
             s.update(low_freq_factor=self.low_freq_factor, high_freq_factor=self.high_freq_factor)
         if self.rule == "yarn":
@@ -81,10 +89,15 @@ FACTOR = st.one_of(st.sampled_from([2.0, 4.0, 8.0, 16.0, 32.0, 40.0]), st.floats
 
 
 @st.composite
-def scaling_configs(draw, rules=RULES, factor=FACTOR, long=None) -> RopeScalingConfig:
+def scaling_configs(draw, rules=RULES, factor=FACTOR, long=None, partial=None) -> RopeScalingConfig:
     """A rule of ``rules`` with drawn parameters; ``long``: True draws seq_len past the original
-    length, False up to it, None either (or none)."""
+    length, False up to it, None either (or none); ``partial``: True draws a partial rotary factor
+    (1/2 or 1/4 of a head dim that is a multiple of 16), False none, None either (1 in 4)."""
     rule = draw(st.sampled_from(rules))
+    if partial is None:
+        partial = draw(st.sampled_from([False, False, False, True]))
+    p = draw(st.sampled_from([0.5, 0.25])) if partial else 1.0
+    dim = draw(st.sampled_from([16, 32, 48, 64, 96, 128, 256])) if partial else draw(DIM)
     orig = draw(ORIG)
     f = draw(factor)
     if long is None:
@@ -96,14 +109,19 @@ def scaling_configs(draw, rules=RULES, factor=FACTOR, long=None) -> RopeScalingC
     lo = draw(st.sampled_from([1.0, 0.5, 2.0]))
     mscale = draw(st.sampled_from([0.0, 0.0, 1.0, 0.707]))
     return RopeScalingConfig(
-        rule=rule, dim=draw(DIM), base=draw(BASE), factor=f, orig=orig, seq_len=seq_len,
+        rule=rule, dim=dim, base=draw(BASE), factor=f, orig=orig, seq_len=seq_len,
         low_freq_factor=lo, high_freq_factor=lo * draw(st.sampled_from([4.0, 2.0, 8.0])),
         beta_fast=draw(st.sampled_from([32.0, 16.0, 64.0])), beta_slow=draw(st.sampled_from([1.0, 2.0, 0.5])),
         mscale=mscale, mscale_all_dim=draw(st.sampled_from([0.0, 1.0, 0.707])) if mscale else 0.0,
         attention_factor=draw(st.sampled_from([0.0, 0.0, 0.0, 1.2])), truncate=draw(st.booleans()),
-        max_pos=draw(st.sampled_from([0, 0, orig * 3 + 1])), seed=draw(SEED))
+        max_pos=draw(st.sampled_from([0, 0, orig * 3 + 1])), seed=draw(SEED), partial=p)
 
 
 def at_factor_one(cfg: RopeScalingConfig) -> RopeScalingConfig:
     """The same rule at factor 1 (LongRoPE: every per-pair factor 1 too), no explicit attention factor."""
     return replace(cfg, factor=1.0, attention_factor=0.0)
+
+
+def whole(cfg: RopeScalingConfig) -> RopeScalingConfig:
+    """The same call over a head dim that is the rotary dim (no partial factor)."""
+    return replace(cfg, dim=cfg.rotary_dim, partial=1.0)

@@ -23,7 +23,7 @@ from harness.reference.rope_scaling import (dynamic_base, llama3_bands, longrope
                                             plain_frequencies, rope_frequencies, yarn_mscale, yarn_ramp,
                                             yarn_range)
 from harness.suites.kit import ImplementationError, impl, run
-from harness.suites.rope_scaling.configs import RopeScalingConfig, at_factor_one, scaling_configs
+from harness.suites.rope_scaling.configs import RopeScalingConfig, at_factor_one, scaling_configs, whole
 
 PROPERTY_PREFIX = "rope_scaling"
 NAME = "rope_frequencies"
@@ -47,16 +47,19 @@ DYNAMIC = RopeScalingConfig(rule="dynamic", factor=2.0, orig=2048, **{**_BASE, "
 
 
 def frequencies(target, cfg: RopeScalingConfig, scaled: bool = True) -> tuple[torch.Tensor, float, str]:
-    """(inv_freq as float64 on the CPU, attention_factor, the call's text); ``scaled=False``: plain."""
+    """(inv_freq on the CPU, attention_factor, the call's text); ``scaled=False``: plain RoPE over the
+    rotary dim (``dim`` = ``cfg.rotary_dim``, no scaling)."""
+    dim = cfg.dim if scaled else cfg.rotary_dim
     scaling, seq_len = (cfg.scaling(), cfg.call_seq_len()) if scaled else (None, None)
-    text = f"{NAME}(dim={cfg.dim}, base={cfg.base:g}, scaling={scaling}, seq_len={seq_len})"
-    out = impl(target, NAME)(cfg.dim, cfg.base, scaling, seq_len)
+    text = f"{NAME}(dim={dim}, base={cfg.base:g}, scaling={scaling}, seq_len={seq_len})"
+    out = impl(target, NAME)(dim, cfg.base, scaling, seq_len)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise ImplementationError(f"{text} returned {type(out).__name__}; expected (inv_freq, attention_factor)")
     inv, factor = out
-    if not isinstance(inv, torch.Tensor) or tuple(inv.shape) != (cfg.dim // 2,) or not inv.dtype.is_floating_point:
+    pairs = cfg.rotary_dim // 2
+    if not isinstance(inv, torch.Tensor) or tuple(inv.shape) != (pairs,) or not inv.dtype.is_floating_point:
         raise ImplementationError(f"{text} returned inv_freq {getattr(inv, 'shape', inv)!r}; expected a float "
-                                  f"tensor of shape ({cfg.dim // 2},)")
+                                  f"tensor of shape ({pairs},) (the rotary dim {cfg.rotary_dim} / 2)")
     factor = float(factor.item() if isinstance(factor, torch.Tensor) else factor)
     return inv.detach().cpu(), factor, text
 
@@ -111,7 +114,7 @@ def check_identity(target, cfg):
 def check_plain(target, cfg):
     """``scaling=None`` is plain RoPE: frequencies base^(-2i/dim) and attention factor 1."""
     inv, factor, text = frequencies(target, cfg, scaled=False)
-    assert_frequencies(inv, plain_frequencies(cfg.dim, cfg.base), "plain frequencies", text)
+    assert_frequencies(inv, plain_frequencies(cfg.rotary_dim, cfg.base), "plain frequencies", text)
     assert_factor(factor, 1.0, "plain RoPE", text)
 
 
@@ -134,8 +137,8 @@ def check_dynamic(target, cfg):
         plain, _, _ = frequencies(target, cfg, scaled=False)
         assert_frequencies(inv, plain.double(), f"dynamic at seq_len {L} <= original {cfg.orig}", text)
     else:
-        grown = dynamic_base(cfg.dim, cfg.base, cfg.factor, cfg.orig, L)
-        assert_frequencies(inv, plain_frequencies(cfg.dim, grown), f"dynamic at seq_len {L} (base {grown:.6g})",
+        grown = dynamic_base(cfg.rotary_dim, cfg.base, cfg.factor, cfg.orig, L)
+        assert_frequencies(inv, plain_frequencies(cfg.rotary_dim, grown), f"dynamic at seq_len {L} (base {grown:.6g})",
                            text)
     assert_factor(factor, 1.0, "dynamic NTK", text)
 
@@ -148,7 +151,7 @@ def check_llama3_bands(target, cfg):
     inv, factor, text = frequencies(target, cfg)
     plain, _, _ = frequencies(target, cfg, scaled=False)
     ref, _ = rope_frequencies(cfg.dim, cfg.base, cfg.scaling())
-    wavelen, low_edge, high_edge = llama3_bands(cfg.dim, cfg.base, cfg.scaling())
+    wavelen, low_edge, high_edge = llama3_bands(cfg.rotary_dim, cfg.base, cfg.scaling())
     high, low = wavelen < high_edge, wavelen > low_edge
     plain = plain.double()
     assert_frequencies(inv[high], plain[high], "llama3's high-frequency band (kept)", text)
@@ -170,8 +173,8 @@ def check_yarn(target, cfg):
     inv, factor, text = frequencies(target, cfg)
     plain, _, _ = frequencies(target, cfg, scaled=False)
     s = cfg.scaling()
-    low, high = yarn_range(cfg.dim, cfg.base, cfg.orig, cfg.beta_fast, cfg.beta_slow, cfg.truncate)
-    ramp = yarn_ramp(cfg.dim, low, high)
+    low, high = yarn_range(cfg.rotary_dim, cfg.base, cfg.orig, cfg.beta_fast, cfg.beta_slow, cfg.truncate)
+    ramp = yarn_ramp(cfg.rotary_dim, low, high)
     plain = plain.double()
     kept, divided = ramp == 0, ramp == 1
     assert_frequencies(inv[kept], plain[kept], f"yarn's extrapolated pairs (i <= {low:g})", text)
@@ -201,6 +204,17 @@ def check_longrope(target, cfg):
     assert_frequencies(inv, plain.double() / ext, f"longrope with its {which}", text)
     expected = cfg.attention_factor or longrope_attention_factor(cfg.factor, cfg.orig)
     assert_factor(factor, expected, "longrope attention factor", text)
+
+
+def check_partial(target, cfg):
+    """A partial rotary factor p (``scaling["partial_rotary_factor"]``, any rule) rotates int(dim p) dims:
+    the frequencies and attention factor equal the same call over a head dim of int(dim p) without
+    the factor -- the exponent is 2i / (dim p), not 2i / dim -- and there are int(dim p) / 2 of them."""
+    inv, factor, text = frequencies(target, cfg)
+    same, same_factor, same_text = frequencies(target, whole(cfg))
+    assert_frequencies(inv, same.double(), f"{cfg.rule} with partial_rotary_factor {cfg.partial:g} vs the same "
+                       f"rule over {cfg.rotary_dim} dims ({same_text})", text)
+    assert_factor(factor, same_factor, f"{cfg.rule} with partial_rotary_factor {cfg.partial:g}", text)
 
 
 def check_ordered(target, cfg):
@@ -269,6 +283,12 @@ def test_yarn(target, cfg):
 @given(cfg=scaling_configs(rules=("longrope",)))
 def test_longrope(target, cfg):
     run(target, check_longrope, cfg)
+
+
+@example(cfg=dataclasses.replace(YARN_PLAIN, partial=0.5))
+@given(cfg=scaling_configs(partial=True))
+def test_partial(target, cfg):
+    run(target, check_partial, cfg)
 
 
 @example(cfg=LLAMA31)

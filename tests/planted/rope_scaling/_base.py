@@ -92,8 +92,12 @@ class Scaling:
     def finish(self, inv, att):
         return inv, att
 
+    def rotary_dim(self, dim, scaling):
+        return int(dim * (scaling or {}).get("partial_rotary_factor", 1.0))
+
     def rope_frequencies(self, dim, base=10000.0, scaling=None, seq_len=None):
         rule = (scaling or {}).get("rope_type", "default")
+        dim = self.rotary_dim(dim, scaling)
         plain = self.plain(dim, base)
         if rule == "default":
             return self.finish(plain, 1.0)
