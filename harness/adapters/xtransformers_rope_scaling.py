@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 import x_transformers
-from x_transformers.x_transformers import RotaryEmbedding
+from x_transformers.x_transformers import RotaryEmbedding as _XRotary  # (not the protocol's RotaryEmbedding)
 
 __version__ = getattr(x_transformers, "__version__", "2.x")
 
@@ -26,6 +26,6 @@ def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
     if rule not in ("default", "linear"):
         raise NotImplementedError(f"x-transformers' RotaryEmbedding has no {rule!r} rule (interpolation only)")
     factor = float(scaling["factor"]) if rule == "linear" else 1.0
-    rope = RotaryEmbedding(dim, base=base, interpolation_factor=factor)
+    rope = _XRotary(dim, base=base, interpolation_factor=factor)
     freqs, _ = rope(torch.tensor([1]))
     return freqs[0, 0, ::2], 1.0
