@@ -194,7 +194,7 @@ def check_rope_frequencies(target, cfg):
 @pytest.mark.needs("rope_frequencies")
 @examples()
 @example(cfg=ROPE_SCALING_HISTORY)
-@given(cfg=histories("rope_frequencies", scaling_configs(), keep=(("rule", "dim", "base", "factor", "orig"),),
+@given(cfg=histories("rope_frequencies", scaling_configs(), keep=(("rule", "dim", "partial", "base", "factor", "orig"),),
                      vary=("seq_len",)))
 def test_rope_frequencies(target, cfg):
     run(target, check_rope_frequencies, cfg)
