@@ -122,7 +122,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
              "value": np_of(v.transpose(1, 2).reshape(B, L, Hkv * E)),
              "past_key": np_of(past_k), "past_value": np_of(past_v),
              "seqlens_k": np.asarray([t - 1 for t in totals], np.int32),
-             "total_sequence_length": np.asarray(max(totals) if not rolling else max(totals), np.int32)}
+             "total_sequence_length": np.asarray(max(totals), np.int32)}
     if causal:
         feeds["query_seqlens"] = np.asarray([L] * B, np.int32)
     elif L > 1 and max(lens) > 0 and B > 1:  # without query_seqlens, a multi-token step takes one item
