@@ -143,6 +143,7 @@ NOT_TARGETS: dict[str, str] = {
     "releases": "loads side-by-side releases for the release adapters",
     "hf_attention_interface": "registers a target's attention in transformers (a bridge, no protocol name)",
     "hf_norms": "shared constructor mapping of the hf_*rmsnorm / hf_t5_layernorm adapters",
+    "linear_cache": "the protocol's cache lengths and the linear-cache write of the KV-cache adapters",
     "ort_graph": "builds and caches the one-node onnxruntime sessions of the ort_* adapters",
     "last_dim_norm": "the protocol's norm constructors around a library norm over the last dim (the norm adapters)",
     "torchtune_files": "reads torchtune's module files when its package import (torchao) fails",

@@ -36,6 +36,8 @@ from transformers.masking_utils import (and_masks, bidirectional_mask_function, 
 from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward as gemma2_eager
 from transformers.models.gpt_oss.modeling_gpt_oss import eager_attention_forward as gpt_oss_eager
 
+from harness.adapters import linear_cache
+
 __version__ = transformers.__version__
 HARNESS_DTYPES = ("float32", "float16", "bfloat16")
 HARNESS_UNSUPPORTED = {"kvcache_paged", "kvcache_rotary", "autocast", "backward"}
@@ -54,11 +56,9 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     if softcap and sinks is not None:
         raise NotImplementedError("no transformers attention function takes softcap and sinks together")
     B, hq, Lq, E = q.shape
-    hkv, Smax = k_cache.shape[1], k_cache.shape[-2]
-    lens = [int(cache_seqlens)] * B if isinstance(cache_seqlens, int) else [int(c) for c in cache_seqlens.tolist()]
-    new = 0 if k is None else k.shape[-2]
-    if max(lens) + new > Smax:
-        raise NotImplementedError("a rolling cache: transformers' linear cache holds every position")
+    hkv = k_cache.shape[1]
+    lens, new = linear_cache.append(k_cache, v_cache, k, v, cache_seqlens,
+                                    "a rolling cache: transformers' linear cache holds every position")
     module = SimpleNamespace(num_key_value_groups=hq // hkv, head_dim=E, training=False, is_causal=bool(causal),
                              sinks=None if sinks is None else sinks.to(q.dtype))
     scaling = E ** -0.5 if scale is None else float(scale)
@@ -66,10 +66,6 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     outs = []
     for b, c in enumerate(lens):
         n = c + new
-        if k is not None:
-            with torch.no_grad():
-                k_cache[b, :, c:n] = k[b]
-                v_cache[b, :, c:n] = v[b]
         qb, kb, vb = q[b:b + 1], k_cache[b:b + 1, :, :n], v_cache[b:b + 1, :, :n]
         at = dict(batch_size=1, q_length=Lq, kv_length=n, q_offset=n - Lq, mask_function=mask_fn, device=q.device)
         if softcap:

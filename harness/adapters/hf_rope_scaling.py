@@ -28,21 +28,20 @@ from transformers.models.phi.modeling_phi import PhiRotaryEmbedding
 
 __version__ = transformers.__version__
 
-_QUIET = ("transformers.modeling_rope_utils", "transformers.configuration_utils")
+# the config's validation warnings (e.g. a factor that is not max / original), once at import
+for _name in ("transformers.modeling_rope_utils", "transformers.configuration_utils"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
 
 
 def config_for(dim: int, base: float, scaling: dict | None) -> LlamaConfig:
     """The model config a transformers model would carry for ``scaling``."""
-    params = {"rope_type": "default", "rope_theta": float(base)}
-    params.update({k: v for k, v in (scaling or {}).items() if k != "max_position_embeddings"})
-    params["rope_theta"] = float(base)
+    params = {"rope_type": "default", **{k: v for k, v in (scaling or {}).items() if k != "max_position_embeddings"},
+              "rope_theta": float(base)}
     orig = params.get("original_max_position_embeddings")
     if params["rope_type"] == "dynamic" or orig is None:
         max_pos = orig or 2048
     else:
         max_pos = (scaling or {}).get("max_position_embeddings") or int(round(float(params["factor"]) * orig))
-    for name in _QUIET:  # the config's validation warnings (e.g. a factor that is not max/original)
-        logging.getLogger(name).setLevel(logging.ERROR)
     return LlamaConfig(head_dim=dim, hidden_size=dim, num_attention_heads=1, rope_parameters=params,
                        max_position_embeddings=max_pos)
 

@@ -33,6 +33,8 @@ import torch
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
+from harness.adapters import linear_cache
+
 __version__ = onnx.__version__
 OPSET = 25
 HARNESS_DTYPES = ("float32", "float16", "float64")
@@ -136,16 +138,8 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                            softcap=None, sinks=None):
     if block_table is not None or rotary_cos is not None or sinks is not None:
         raise NotImplementedError("ONNX's Attention reads an external cache: no pages, rotary tables or sinks")
-    B, Smax = q.shape[0], k_cache.shape[-2]
-    lens = [int(cache_seqlens)] * B if isinstance(cache_seqlens, int) else [int(c) for c in cache_seqlens.tolist()]
-    new = 0 if k is None else k.shape[-2]
-    if max(lens) + new > Smax:
-        raise NotImplementedError("a rolling cache: ONNX's external cache holds every position")
-    if k is not None:
-        with torch.no_grad():
-            for b, c in enumerate(lens):
-                k_cache[b, :, c:c + new] = k[b]
-                v_cache[b, :, c:c + new] = v[b]
+    lens, new = linear_cache.append(k_cache, v_cache, k, v, cache_seqlens,
+                                    "a rolling cache: ONNX's external cache holds every position")
     return _attention(q, k_cache, v_cache, nonpad=[c + new for c in lens], is_causal=int(bool(causal)),
                       left_window_size=None if window is None else int(window) - 1,
                       right_window_size=None if window is None else 0,

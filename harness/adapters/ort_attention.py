@@ -42,6 +42,7 @@ import torch
 from onnx import TensorProto
 
 from harness.adapters import onnx_attention
+from harness.adapters.linear_cache import cache_lengths
 from harness.adapters.ort_graph import ELEM, load, np_of, session, to_torch
 
 __version__ = ort.__version__
@@ -108,7 +109,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
         raise NotImplementedError("GroupQueryAttention's local window is causal only")
     B, Hq, L, E = q.shape
     Hkv, Smax = k_cache.shape[1], k_cache.shape[2]
-    lens = [int(cache_seqlens)] * B if isinstance(cache_seqlens, int) else [int(c) for c in cache_seqlens.tolist()]
+    lens = cache_lengths(cache_seqlens, B)
     totals = [c + L for c in lens]
     rolling = max(totals) > Smax
     if rolling and window is None:

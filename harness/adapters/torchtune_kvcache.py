@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from harness.adapters.linear_cache import cache_lengths
 from harness.adapters.torchtune_files import load
 
 KVCache, _SOURCE = load("modules.kv_cache", "KVCache", "harness.adapters.torchtune_kvcache")
@@ -38,7 +39,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                                   "softcap or sinks (declared)")
     B, Hq, Lq, _ = q.shape
     Hkv, Smax = k_cache.shape[1], k_cache.shape[2]
-    lens = [int(cache_seqlens)] * B if isinstance(cache_seqlens, int) else [int(c) for c in cache_seqlens.tolist()]
+    lens = cache_lengths(cache_seqlens, B)
     if len(set(lens)) > 1:
         raise NotImplementedError("torchtune's KVCache keeps one position for the whole batch: ragged lengths")
     c, new = lens[0], 0 if k is None else k.shape[-2]

@@ -39,6 +39,8 @@ import torch
 import x_transformers
 from x_transformers.attend import Attend
 
+from harness.adapters import linear_cache
+
 __version__ = getattr(x_transformers, "__version__", "2.x")
 HARNESS_DTYPES = ("float32", "float16", "bfloat16")
 HARNESS_UNSUPPORTED = {"dropout", "autocast", "kvcache_window", "kvcache_paged", "kvcache_rotary"}
@@ -104,14 +106,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
                            softcap=None, sinks=None):
     if window is not None or block_table is not None or rotary_cos is not None:
         raise NotImplementedError("Attend takes no window, page table or rotary tables (declared)")
-    B, Smax = q.shape[0], k_cache.shape[-2]
-    lens = [int(cache_seqlens)] * B if isinstance(cache_seqlens, int) else [int(c) for c in cache_seqlens.tolist()]
-    new = 0 if k is None else k.shape[-2]
-    if max(lens) + new > Smax:
-        raise NotImplementedError("a rolling cache: x-transformers' cache concatenates (no window)")
-    if k is not None:
-        with torch.no_grad():
-            for b, c in enumerate(lens):
-                k_cache[b, :, c:c + new], v_cache[b, :, c:c + new] = k[b], v[b]
+    lens, new = linear_cache.append(k_cache, v_cache, k, v, cache_seqlens,
+                                    "a rolling cache: x-transformers' cache concatenates (no window)")
     return torch.cat([_call(q[b:b + 1], k_cache[b:b + 1, :, :c + new], v_cache[b:b + 1, :, :c + new], causal=causal,
                             scale=scale, softcap=softcap, sinks=sinks) for b, c in enumerate(lens)])
