@@ -296,7 +296,8 @@ def property_name(check: Callable) -> str:
 
 
 def repro_command(target: Target, check: Callable, cfg: Config) -> str:
-    path = inspect.getsourcefile(check) or check.__module__
+    module = sys.modules.get(check.__module__)  # (a check built by an engine lives where it is installed)
+    path = getattr(module, "__file__", None) or inspect.getsourcefile(check) or check.__module__
     ours = layout.suite_module(path) if os.path.exists(path) else None
     if ours:  # the harness's own suites by module name: the same line in a checkout and a wheel
         path = ours

@@ -1,7 +1,9 @@
-"""Write docs/properties.md, the property catalog, from the suites' own docstrings.
+"""Write docs/properties.md, the property catalog, from the suites' own docstrings, and the tables of
+the other pages that restate the protocol's records (docs/protocol.md's names and contracts,
+docs/running.md's list of what the consistency section compares) and the covering sets (docs/suites.md).
 
-    python scripts/gen_property_docs.py           # rewrite docs/properties.md
-    python scripts/gen_property_docs.py --check   # exit 1 when docs/properties.md is not what it writes
+    python scripts/gen_property_docs.py           # rewrite docs/properties.md and the generated blocks
+    python scripts/gen_property_docs.py --check   # exit 1 when any of them is not what it writes
 
 Every ``suites/**/test_*.py`` module with ``check_*`` functions is one section (its folder, the family,
 is the heading: the first line of ``suites/<family>/__init__.py``'s docstring, else the folder's name);
@@ -97,30 +99,76 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/properties.md is stale")
     args = parser.parse_args(argv)
-    text = render()
+    pages = {PAGE: render(), **{page: fill(page.read_text()) for page in BLOCK_PAGES}}
     if args.check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run {COMMAND}", file=sys.stderr)
-            return 1
-        return 0
+        stale = [p for p, text in pages.items() if not p.exists() or p.read_text() != text]
+        for page in stale:
+            print(f"{page.relative_to(ROOT)} is stale: run {COMMAND}", file=sys.stderr)
+        return 1 if stale else 0
     PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    SUITES_PAGE.write_text(with_covering_sets(SUITES_PAGE.read_text()))
-    print(f"wrote the covering sets into {SUITES_PAGE.relative_to(ROOT)}")
+    for page, text in pages.items():
+        page.write_text(text)
+        print(f"wrote {page.relative_to(ROOT)}")
     return 0
 
 
 #: docs/suites.md holds the covering sets of the options drawn together (``suites/pairwise.py``)
 SUITES_PAGE = ROOT / "docs" / "suites.md"
+#: the pages with generated blocks (``fill``)
+BLOCK_PAGES = (SUITES_PAGE, ROOT / "docs" / "protocol.md", ROOT / "docs" / "running.md")
+
+#: the generated blocks of the protocol's records: (first line, last line) -> renderer
+PROTOCOL_TABLE = ("<!-- BEGIN protocol table: generated -->", "<!-- END protocol table -->")
+COMPARED_TABLE = ("<!-- BEGIN compared: generated -->", "<!-- END compared -->")
+NOTICE = (f"<!-- from the records in harness/protocol.py by `{COMMAND}`: edit the records, then rerun it "
+          "(tests/test_property_docs.py fails while this block is stale) -->\n")
 
 
-def with_covering_sets(page: str) -> str:
-    """``page`` (docs/suites.md) with its generated block replaced by ``pairwise.render_docs()``."""
+def family_title(family: str) -> str:
+    """A family's title: its ``suites/<family>/__init__.py`` docstring up to the first colon."""
+    doc = importlib.import_module(f"harness.suites.{family}").__doc__
+    return paragraph(doc).partition(": ")[0].rstrip(".") or family
+
+
+def protocol_table() -> str:
+    """docs/protocol.md's table: a row per record (signature, contract), grouped by family in the records'
+    order of first appearance, each family under its title."""
+    from harness import protocol
+    lines = ["| name | contract |", "|---|---|"]
+    for family in dict.fromkeys(r.family for r in protocol.RECORDS):
+        lines.append(f"| **{family_title(family)}** | |")
+        lines += [f"| `{cell(r.signature)}` | {cell(r.contract)} |" for r in protocol.RECORDS if r.family == family]
+    return "\n".join(lines) + "\n"
+
+
+def compared_table() -> str:
+    """docs/running.md's table of what each name's differential check compares, or why it has none."""
+    from harness import protocol
+    lines = ["| name | its differential check compares |", "|---|---|"]
+    lines += [f"| `{r.name}` | {cell(r.compared or 'not compared: ' + r.not_compared)} |" for r in protocol.RECORDS
+              if r.compared or r.not_compared]
+    return "\n".join(lines) + "\n"
+
+
+def between(page: str, markers: tuple[str, str], body: str) -> str:
+    """``page`` with the block between ``markers`` (kept) replaced by ``body``."""
+    begin, end = markers
+    head, rest = page.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    return head + begin + "\n" + body + end + tail
+
+
+def fill(page: str) -> str:
+    """``page`` with each generated block it holds written anew."""
     from harness.suites import pairwise
-    head, rest = page.split(pairwise.DOCS_BEGIN, 1)
-    tail = rest.split(pairwise.DOCS_END, 1)[1]
-    return head + pairwise.render_docs() + tail
+    if pairwise.DOCS_BEGIN in page:
+        head, rest = page.split(pairwise.DOCS_BEGIN, 1)
+        page = head + pairwise.render_docs() + rest.split(pairwise.DOCS_END, 1)[1]
+    if PROTOCOL_TABLE[0] in page:
+        page = between(page, PROTOCOL_TABLE, NOTICE + protocol_table())
+    if COMPARED_TABLE[0] in page:
+        page = between(page, COMPARED_TABLE, NOTICE + compared_table())
+    return page
 
 
 if __name__ == "__main__":

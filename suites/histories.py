@@ -30,13 +30,15 @@ Two ways to judge, per name:
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, Callable
 
+import pytest
 import torch
-from hypothesis import settings
+from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from harness import runner
+from harness import protocol, runner
 from harness.configs import Config, HistoryConfig
 from harness.suites.kit import ConventionMismatch, ImplementationError
 from harness.isolation import WorkerLost
@@ -176,3 +178,84 @@ def _brief(out: Any) -> str:
     if isinstance(out, (tuple, list)):
         return "(" + ", ".join(_brief(o) for o in out[:3]) + (", ..." if len(out) > 3 else "") + ")"
     return repr(out)[:80]
+
+
+# ---- the engine: one History per function, declared by its family ------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class History:
+    """How ``history.<name>`` draws and judges a history of calls of one protocol function.
+
+    ``configs``: the single-call strategy (what the family's own properties draw); ``judge``: the
+    family's single-call check ``(target, cfg)``, whose property names the judgement (or, with
+    ``sampler``, one call ``(target, cfg) -> output`` whose repeat must be equal); ``keep``, ``vary``
+    and ``variant`` as ``histories`` takes them; ``explicit``: histories run first on every profile;
+    ``max_examples``: a fixed count instead of ``examples()``'s; ``shrink=False``: no shrinking
+    (a check too costly to repeat); ``judged_by``: the docstring's words for a judge that is no
+    property; ``others`` and ``note``: words the docstring adds after "1-3 others" and at its end."""
+
+    name: str
+    configs: st.SearchStrategy
+    judge: Callable[[Any, Config], Any]
+    keep: tuple = ()
+    vary: tuple = ()
+    variant: Callable[[Config], st.SearchStrategy] | None = None
+    explicit: tuple[HistoryConfig, ...] = ()
+    sampler: bool = False
+    max_examples: int | None = None
+    shrink: bool = True
+    judged_by: str = ""
+    others: str = ""
+    note: str = ""
+
+    def docstring(self) -> str:
+        if self.sampler:
+            return ("A sampler: the repeat of the first call after 1-3 others (same generator seed) equals "
+                    f"what the first call gave, exactly{self.note}.")
+        by = self.judged_by or f"``{runner.property_name(self.judge)}``"
+        return f"Each call of the history (a first call, 1-3 others{self.others}, the first again) is judged by {by}{self.note}."
+
+
+def build(spec: History, module: str) -> tuple[Callable, Callable]:
+    """The ``check_<name>`` and ``test_<name>`` of ``spec``, as if written in ``module``."""
+    judge, replayer = spec.judge, (replay_same if spec.sampler else replay)
+
+    def check(target, cfg):
+        replayer(target, cfg, judge)
+
+    def test(target, cfg):
+        runner.run(target, check, cfg)
+
+    for fn, prefix in ((check, "check_"), (test, "test_")):
+        fn.__name__ = fn.__qualname__ = prefix + spec.name
+        fn.__module__ = module
+    check.__doc__ = spec.docstring()
+    test = given(cfg=histories(spec.name, spec.configs, keep=spec.keep, vary=spec.vary, variant=spec.variant))(test)
+    for cfg in reversed(spec.explicit):
+        test = example(cfg=cfg)(test)
+    phases = {} if spec.shrink else {"phases": NO_SHRINK}
+    test = (settings(max_examples=spec.max_examples, **phases) if spec.max_examples else examples(**phases))(test)
+    return check, pytest.mark.needs(spec.name)(test)
+
+
+#: Hypothesis' phases without shrinking (a history whose check is too costly to repeat)
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+def declared(families=None) -> dict[str, "History"]:
+    """name -> History of every family's ``specs.HISTORIES`` (families in the records' order)."""
+    out: dict[str, History] = {}
+    for family in families or dict.fromkeys(r.family for r in protocol.RECORDS):
+        for spec in getattr(importlib.import_module(f"harness.suites.{family}.specs"), "HISTORIES", ()):
+            if protocol.NAMES[spec.name].family != family or spec.name in out:
+                raise ValueError(f"history of {spec.name}: declared in suites/{family}/specs.py, "
+                                 f"which is not its family's (or twice)")
+            out[spec.name] = spec
+    return out
+
+
+def install(namespace: dict) -> None:
+    """Put every declared history's ``check_``/``test_`` pair into ``namespace`` (a module's globals)."""
+    for spec in declared().values():
+        check, test = build(spec, namespace["__name__"])
+        namespace[check.__name__], namespace[test.__name__] = check, test

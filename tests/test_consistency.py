@@ -28,7 +28,7 @@ import pytest
 from planted_support import ROOT, release_target, run_suite
 
 PAIR = ROOT / "tests" / "planted" / "consistency"
-#: the differential checks: one module per family of names (suites/consistency/test_consistency_<family>.py)
+#: the differential checks (suites/consistency/test_consistency.py; each family declares its Cases in suites/<family>/specs.py)
 CONSISTENCY = ROOT / "suites" / "consistency"
 EAGER, FUSED = PAIR / "eager.py", PAIR / "fused.py"
 
@@ -73,7 +73,7 @@ def test_hf_mistral_window_paths_disagree(pytester, tmp_path):
     eager, fa2 = "harness.adapters.hf_mistral_eager_window", "harness.adapters.hf_mistral_fa2_window"
     for module in (eager, fa2):
         release_target(module, "tf-4.38.2", "transformers", "4.38.2")
-    args = (["test_sliding_window.py", "test_consistency_attention.py"], [eager, fa2],
+    args = (["test_sliding_window.py", "test_consistency.py"], [eager, fa2],
             "test_window_extent or sliding_window_attention")
     result = run_suite(pytester, *args)
     out = result.stdout.str()
@@ -85,7 +85,7 @@ def test_hf_mistral_window_paths_disagree(pytester, tmp_path):
 
 
 def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
-    result = run_suite(pytester, ["test_attention_masks.py", "test_consistency_attention.py"],
+    result = run_suite(pytester, ["test_attention_masks.py", "test_consistency.py"],
                        ["reference", "torch.nn.functional"],
                        "test_causal or scaled_dot_product_attention", "--require-consistent")
     assert result.ret == 0, result.stdout.str()[-3000:]
@@ -113,17 +113,17 @@ def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):
             if r["part"] == "differential"}
     for name in SIBLING_NAMES:
         assert rows[name]["result"] == "disagree", (name, rows.get(name))
-    control = run_suite(pytester, ["test_consistency_norms.py"], ["reference", "torch.nn"], "LayerNorm or RMSNorm",
+    control = run_suite(pytester, ["test_consistency.py"], ["reference", "torch.nn"], "LayerNorm or RMSNorm",
                         "--require-consistent")
     assert control.ret == 0, control.stdout.str()[-3000:]
     assert "differential checks: agree 2" in control.stdout.str()
     eager = tmp_path / "bert_eager.py"  # the reference encoder on transformers' eager attention (it runs sdpa)
     eager.write_text("from reference.dependency_models import build_bert_like\nMODEL_CLAIM = 'bidirectional'\n"
                      "def build_model():\n    return build_bert_like(attn_implementation='eager')\n")
-    backends = run_suite(pytester, ["test_consistency_bert.py"], ["reference", str(eager)], "build_model",
+    backends = run_suite(pytester, ["test_consistency.py"], ["reference", str(eager)], "build_model",
                          "--require-consistent")
     assert backends.ret == 0 and "differential checks: agree 1" in backends.stdout.str(), backends.stdout.str()[-3000:]
-    why = run_suite(pytester, ["test_consistency_positions.py"], ["reference", "reference"], "RotaryEmbedding",
+    why = run_suite(pytester, ["test_consistency.py"], ["reference", "reference"], "RotaryEmbedding",
                     "-rs")
     assert "not compared: the stateful form" in why.stdout.str(), why.stdout.str()[-2000:]
 
@@ -134,7 +134,7 @@ def test_paged_call_is_held_to_the_linear_one(pytester, tmp_path):
     target's linear one."""
     report = tmp_path / "report"
     sibling = str(PAIR / "paged_sibling.py")
-    result = run_suite(pytester, ["test_consistency_kvcache.py"], ["reference", sibling], "attention_with_kvcache",
+    result = run_suite(pytester, ["test_consistency.py"], ["reference", sibling], "attention_with_kvcache",
                        "--conformance-report", str(report))
     assert result.ret == 0, result.stdout.str()[-3000:]
     rows = {r["item"]: r for r in json.loads((report / "conformance.json").read_text())["consistency"]["rows"]
@@ -142,13 +142,13 @@ def test_paged_call_is_held_to_the_linear_one(pytester, tmp_path):
     assert rows["attention_with_kvcache"]["result"] == "disagree", rows.get("attention_with_kvcache")
     assert "paged (block_table), against the linear call" in rows["attention_with_kvcache"]["detail"], rows
     base = str(ROOT / "tests" / "planted" / "kvcache" / "_base.py")
-    control = run_suite(pytester, ["test_consistency_kvcache.py"], ["reference", base], "attention_with_kvcache",
+    control = run_suite(pytester, ["test_consistency.py"], ["reference", base], "attention_with_kvcache",
                         "--require-consistent")
     assert control.ret == 0 and "differential checks: agree 1" in control.stdout.str(), control.stdout.str()[-3000:]
 
 
 def test_one_target_has_no_section(pytester):
-    result = run_suite(pytester, ["test_consistency_attention.py"], ["reference"], "scaled_dot_product_attention",
+    result = run_suite(pytester, ["test_consistency.py"], ["reference"], "scaled_dot_product_attention",
                        "-rs")
     result.assert_outcomes(skipped=1)
     out = result.stdout.str()
@@ -228,7 +228,7 @@ def test_rope_pairings_are_compared_as_the_same_rotation(pytester, tmp_path, lay
     RoPE agrees (the first H200 run reported reference.triton.rope and rope_interleaved as
     disagreeing), and one that declares rotate_half but pairs (2j, 2j + 1) does not."""
     row = _differential_row(pytester, tmp_path, ROTATE_HALF.format(layout=layout),
-                            "test_consistency_positions.py", "apply_rotary_embedding")
+                            "test_consistency.py", "apply_rotary_embedding")
     assert row["result"] == verdict, row
 
 
@@ -250,7 +250,7 @@ def test_sinusoidal_layouts_are_compared_as_the_same_table(pytester, tmp_path, b
     concatenated table agrees (a sweep of reference and x-transformers reported its table as an
     output disagreement on top of the named convention), and one whose columns are rolled does not."""
     row = _differential_row(pytester, tmp_path, CONCATENATED.format(bug=bug),
-                            "test_consistency_positions.py", "sinusoidal_position_embedding")
+                            "test_consistency.py", "sinusoidal_position_embedding")
     assert row["result"] == verdict, row
 
 
@@ -267,7 +267,7 @@ def test_an_output_disagreement_names_the_conventions_declared_differently(pytes
     """reference (w keys) and a target that declares and follows w + 1: their window outputs
     differ, and the disagreement says they declare different window extents (a named difference:
     each passes its own suites), as the sweep of every control reported for HF's FA2 path."""
-    row = _differential_row(pytester, tmp_path, WIDER_WINDOW, "test_consistency_attention.py",
+    row = _differential_row(pytester, tmp_path, WIDER_WINDOW, "test_consistency.py",
                             "sliding_window_attention")
     assert row["result"] == "disagree"
     assert "they declare different conventions, which may explain it: window_extent w vs w+1" in row["detail"]

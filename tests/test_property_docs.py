@@ -3,8 +3,11 @@ catalog cannot drift from the code: it fails here while the page is stale or a p
 docstring to print."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("gen_property_docs", ROOT / "scripts" / "gen_property_docs.py")
@@ -19,6 +22,24 @@ def test_properties_page_is_what_the_generator_writes():
     expected = gen.render()
     actual = gen.PAGE.read_text() if gen.PAGE.exists() else ""
     assert actual == expected, f"docs/properties.md is stale: run {gen.COMMAND} (and commit the page)"
+
+
+@pytest.mark.parametrize("page", [p.name for p in gen.BLOCK_PAGES])
+def test_generated_blocks_are_what_the_generator_writes(page):
+    """docs/protocol.md's table of names, docs/running.md's list of what is compared (both from the
+    records in harness/protocol.py) and docs/suites.md's covering sets are the generator's."""
+    path = next(p for p in gen.BLOCK_PAGES if p.name == page)
+    assert path.read_text() == gen.fill(path.read_text()), f"docs/{page} is stale: run {gen.COMMAND}"
+
+
+def test_a_record_changes_the_protocol_table(monkeypatch):
+    """The table is the records': a contract edited in a record is the row's second column."""
+    from harness import protocol
+    edited = dataclasses.replace(protocol.RECORDS[0], contract="an edited | contract")
+    monkeypatch.setattr(protocol, "RECORDS", (edited, *protocol.RECORDS[1:]))
+    table = gen.protocol_table()
+    assert f"| `{edited.signature}` | an edited \\| contract |" in table
+    assert table.splitlines()[2] == "| **Attention** | |"
 
 
 def test_every_property_has_a_docstring_that_states_it():

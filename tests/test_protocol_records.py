@@ -11,8 +11,9 @@ consistency section compares it. This test fails when a name lacks any other par
   and named (in backticks) in README.md or docs/*.md;
 - its row: the record's signature, character for character, in README.md or a docs/*.md page
   (both are read, so the protocol reference may live in either);
-- the consistency section: the ``CASES`` of ``suites/consistency/test_consistency_<family>.py`` hold
-  exactly the compared names, each in its family's module.
+- the suites that run across names: the ``CASES`` of the families' ``suites/<family>/specs.py`` hold
+  exactly the compared names, each in its family's module, and every function has a ``History``
+  there (``history.<name>``) or a reason in its family's ``NO_HISTORY``.
 It also fails when any backticked call of a protocol name in those pages (``alibi_bias(num_heads,
 query_len, key_len)``) names a parameter the record does not have, or names them out of the record's
 order (a call may leave some off: ``build_bert(add_pooling_layer=False)``). The checks are functions, so their own self-tests below feed them a made-up record and a
@@ -177,16 +178,42 @@ def test_reference_exports_exactly_the_records():
 
 
 def test_consistency_cases_are_the_compared_records():
-    import importlib
-    cases, not_compared = {}, {}
-    for path in sorted((ROOT / "suites" / "consistency").glob("test_consistency_*.py")):
-        module = importlib.import_module(f"harness.suites.consistency.{path.stem}")
-        assert path.stem == f"test_consistency_{module.NAMES_OF}", path
-        assert all(protocol.NAMES[n].family == module.NAMES_OF for n in [*module.CASES, *module.NOT_COMPARED]), path
-        cases.update(module.CASES)
-        not_compared.update(module.NOT_COMPARED)
+    """Each family's ``specs.CASES`` hold exactly its compared names (a Case declared in another
+    family's specs is an error of ``declared_cases``); the rest are skipped with the record's reason."""
+    from harness.suites.consistency.differential import declared_cases
+    cases = declared_cases()
     assert set(cases) == set(protocol.COMPARED)
-    assert not_compared == protocol.NOT_COMPARED
+    with pytest.raises(ValueError, match="not its family's"):
+        _misplaced_case()
+
+
+def _misplaced_case():
+    """declared_cases on a family whose specs hold another family's Case (a made-up module)."""
+    import sys
+    import types
+    from harness.suites.consistency.differential import declared_cases
+    fake = types.ModuleType("harness.suites.made_up_family.specs")
+    fake.CASES = {"LayerNorm": None}
+    sys.modules[fake.__name__] = fake
+    try:
+        return declared_cases(["made_up_family"])
+    finally:
+        del sys.modules[fake.__name__]
+
+
+def test_every_function_has_a_history():
+    """Each protocol function has a ``History`` in its family's ``specs.HISTORIES`` (so
+    ``history.<name>`` exists), or its family's ``NO_HISTORY`` says why not (the factories);
+    classes have the stateful suites' call sequences, constants are not called."""
+    from harness.suites.histories import declared
+    histories = declared()
+    exempt = {}
+    for family in dict.fromkeys(r.family for r in protocol.RECORDS):
+        exempt.update(getattr(importlib.import_module(f"harness.suites.{family}.specs"), "NO_HISTORY", {}))
+    functions = {r.name for r in protocol.RECORDS if r.kind == "function"}
+    assert set(histories) | set(exempt) == functions and not set(histories) & set(exempt)
+    from harness.suites import test_history
+    assert all(f"test_{n}" in vars(test_history) and f"check_{n}" in vars(test_history) for n in histories)
 
 
 def test_the_tables_are_derived_from_the_records():

@@ -17,13 +17,15 @@ among the others.
 
     shape notation: q (B, Hq, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev); x (B, H, L, D)
 
-Each family's names are in ``test_consistency_<family>.py`` (a ``Case`` per compared name, the test
-that runs them); this module holds what they share: ``Case``, the judges' yardstick (``policy``),
-calling every target alike (``outputs``) and holding each output to the first target's (``assert_consistent``),
-and the test's body (``outputs_agree``).
+Each family declares its compared names' ``Case``s (``CASES`` in ``suites/<family>/specs.py``, one
+per record with ``compared``; ``declared_cases`` gathers them) and ``test_consistency.py`` runs them;
+this module holds what they share: ``Case``, the judges' yardstick (``policy``), calling every target
+alike (``outputs``) and holding each output to the first target's (``assert_consistent``), and the
+test's body (``outputs_agree``).
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -80,9 +82,16 @@ def exact(cfg, label, args, kwargs, out_dtype):
     return (lambda out: as_float64(out)), None
 
 
-def not_compared(family: str) -> dict[str, str]:
-    """The records of ``family`` with no differential check, and why (``protocol.NOT_COMPARED``)."""
-    return {n: why for n, why in protocol.NOT_COMPARED.items() if protocol.NAMES[n].family == family}
+def declared_cases(families=None) -> dict[str, Case]:
+    """name -> Case of every family's ``specs.CASES`` (families and names in the records' order); a
+    Case declared outside its name's family is an error."""
+    found: dict[str, Case] = {}
+    for family in families or dict.fromkeys(r.family for r in protocol.RECORDS):
+        for name, case in getattr(importlib.import_module(f"harness.suites.{family}.specs"), "CASES", {}).items():
+            if protocol.NAMES[name].family != family:
+                raise ValueError(f"the Case of {name} is declared in suites/{family}/specs.py, not its family's")
+            found[name] = case
+    return {n: found[n] for n in protocol.NAMES if n in found}
 
 
 def sharing(targets, name: str) -> list:

@@ -1,5 +1,5 @@
 """The differential checks of the model names (``build_model``, ``bert_embeddings``) for
-``test_consistency_bert.py``: two backends of one model are compared with the same weights.
+``suites/bert/specs.py``: two backends of one model are compared with the same weights.
 
 Each target builds its module (seeded alike); the first target's state dict (parameters and
 buffers), with its weights redrawn at unit scale (``exercised``), is loaded into every module, the

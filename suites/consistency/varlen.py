@@ -1,4 +1,4 @@
-"""The differential checks of ``attention_varlen`` for ``test_consistency_attention.py``: packed attention
+"""The differential checks of ``attention_varlen`` (its Case in ``suites/attention/specs.py``): packed attention
 across targets, and packed against dense.
 
 - ``attention_varlen`` (a ``Case``): every target's packed output on the same packed q, k, v and

@@ -1,6 +1,7 @@
-"""Consistency of the normalization names: the session's targets held to each other on the same
-inputs (``LayerNorm`` and ``RMSNorm``, each built on every target with the same weight and bias and
-called on one x). How the targets are called and compared: ``suites/consistency/differential.py``.
+"""The normalization names in the suites that run across names: ``residual_block``'s history
+(``history.residual_block``, judged by ``norm_placement.placement``) and the differential checks of
+``LayerNorm`` and ``RMSNorm`` (the session's targets held to each other: each built on every target with
+the same weight and bias and called on one x; ``suites/consistency/differential.py``).
 
     x (..., *normalized_shape)
 """
@@ -8,21 +9,18 @@ from __future__ import annotations
 
 from typing import Callable
 
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from harness.reference.layernorm import layer_norm_math
 from harness.reference.rmsnorm import rms_norm_math
-from harness.suites.consistency.differential import Case, as_float64, not_compared, outputs_agree, policy
+from harness.suites.consistency.differential import Case, as_float64, policy
+from harness.suites.histories import History
 from harness.suites.norms import helpers as norms
-from harness.suites.norms.configs import norm_configs
+from harness.suites.norms import test_norm_placement as norm_placement
+from harness.suites.norms.configs import norm_configs, wide_dtypes
 
-#: the plug-in reads it: these tests hold targets to each other (the consistency section),
-#: they are not properties of one target
-CONSISTENCY = True
-#: the family of protocol names this module compares (``harness/protocol.py``)
-NAMES_OF = "norms"
+HISTORIES = (
+    History(name="residual_block", configs=norm_configs(dtypes=wide_dtypes(), max_ns_dims=1, min_features=2),
+            judge=norm_placement.check_placement, keep=("normalized_shape", "dtype")),
+)
 
 _NORM_EPS = {"LayerNorm": 1e-5, "RMSNorm": 1e-6}
 
@@ -53,12 +51,4 @@ CASES: dict[str, Case] = {
     "LayerNorm": _norm_case("LayerNorm", layer_norm_math),
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),
 }
-#: the family's names with no differential check, and why (each record's ``not_compared``)
-NOT_COMPARED = not_compared(NAMES_OF)
 
-
-@pytest.mark.parametrize("name", [*CASES, *NOT_COMPARED])
-@given(data=st.data())
-def test_outputs_agree(loaded_targets, name, data):
-    """The targets that define ``name`` give the same outputs on the same inputs."""
-    outputs_agree(loaded_targets, name, data, CASES, NOT_COMPARED)

@@ -1,7 +1,7 @@
-"""Consistency of the KV-cache names: the session's targets held to each other on the same inputs
-(``attention_with_kvcache``: a ragged linear call, and the same logical contents in a paged pool
-compared with the linear call's output). How the targets are called and compared:
-``suites/consistency/differential.py``.
+"""The KV-cache names in the suites that run across names: ``attention_with_kvcache``'s history
+(``history.attention_with_kvcache``, judged by ``kvcache.decode``) and its differential check (the
+session's targets held to each other: a ragged linear call, and the same logical contents in a paged
+pool compared with the linear call's output; ``suites/consistency/differential.py``).
 
     q (B, Hq, Lnew, E), caches (B, Hkv, S, E) or a pool (blocks, block_size, Hkv, E) with a block table
 """
@@ -9,20 +9,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from harness.suites.consistency.differential import Case, as_float64, call_function, not_compared, outputs_agree, policy
+from harness.suites.consistency.differential import Case, as_float64, call_function, policy
+from harness.suites.histories import History
 from harness.suites.kit import Unsupported, require_features
 from harness.suites.kvcache import configs as kvc
 from harness.suites.kvcache import helpers as kv
+from harness.suites.kvcache import test_kvcache as kvcache
 
-#: the plug-in reads it: these tests hold targets to each other (the consistency section),
-#: they are not properties of one target
-CONSISTENCY = True
-#: the family of protocol names this module compares (``harness/protocol.py``)
-NAMES_OF = "kvcache"
+HISTORIES = (History(name="attention_with_kvcache", configs=kvc.decode_configs(), judge=kvcache.check_decode),)
 
 _LINEAR, _PAGED = "ragged cache_seqlens", "paged (block_table), against the linear call"
 
@@ -60,12 +54,4 @@ CASES: dict[str, Case] = {
         lambda c: kvc.BLOCK_SIZES.map(lambda bs: replace(c, block_size=bs))), _kv_calls, _kv_judge,
         invoke=_kv_invoke, against={_PAGED: _LINEAR}),
 }
-#: the family's names with no differential check, and why (each record's ``not_compared``)
-NOT_COMPARED = not_compared(NAMES_OF)
 
-
-@pytest.mark.parametrize("name", [*CASES, *NOT_COMPARED])
-@given(data=st.data())
-def test_outputs_agree(loaded_targets, name, data):
-    """The targets that define ``name`` give the same outputs on the same inputs."""
-    outputs_agree(loaded_targets, name, data, CASES, NOT_COMPARED)
