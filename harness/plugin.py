@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import configs, guard, options, provided, runner, scope, versions, xfails
+from harness import configs, guard, options, provided, runner, scope, session_rows, versions, xfails
 from harness.scope import is_harness_session
 from harness.consistency import consistency_check
 from harness.conventions import measured_of, parse_cli
@@ -317,39 +318,43 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             report.sections.append(("harness: target output", withheld))
     if target is not None and "benchmark" not in getattr(item, "fixturenames", ()):
         # (pytest-benchmark timings are benchmarks, not properties: not in the conformance table)
-        report.user_properties.append(("harness_property", property_of(item)))
-        report.user_properties.append(("harness_target", target.id))
+        facts = {"property": property_of(item), "target": target.id}
         if report.skipped and call.excinfo is not None:  # the skip's kind, as data (harness.verdict)
             if isinstance(call.excinfo.value, runner.UnsupportedSkip):
-                report.user_properties.append(("harness_skip_kind", "unsupported"))
+                facts["skip_kind"] = "unsupported"
             elif isinstance(call.excinfo.value, runner.NotLoadedSkip):
-                report.user_properties.append(("harness_skip_kind", "not_loaded"))
-        if report.when == "call":  # the property's time, and the part spent in the target's calls
-            in_target = target.limit.spent - item.stash.get(_SPENT_KEY, target.limit.spent)
-            report.user_properties += [("harness_seconds", round(report.duration, 4)),
-                                       ("harness_target_seconds", round(in_target, 4))]
-            failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
-            if failure is not None and report.failed:  # the table's reason, as data (no text parsed)
-                report.user_properties += [("harness_failure_kind", failure.kind),
-                                           ("harness_failure_message", failure.message),
-                                           ("harness_failure_config", failure.config),
-                                           ("harness_failure_repro", failure.repro)]
-                if failure.measured:  # a convention mismatch: what the code follows
-                    report.user_properties.append(("harness_convention", failure.measured))
-            labels = target.outcome.labels
-            if labels and report.passed:
-                report.user_properties.append(("harness_label", labels[-1]))
-                measured = measured_of(labels[-1])
-                if measured:
-                    report.user_properties.append(("harness_convention", measured))
-            note = target.outcome.unsupported_note()
-            if note and not report.skipped:
-                report.user_properties.append(("harness_unsupported", note[0]))
-                report.user_properties.append(("harness_unsupported_detail", note[1]))
-            entries = item.config.stash.get(_XFAILS_KEY, [])
-            if entries:
-                xfails.apply(xfails.find(entries, property_of(item), target.spec, target.id), report)
+                facts["skip_kind"] = "not_loaded"
+        if report.when == "call":
+            facts.update(_call_facts(item, call, report, target))
+        row = session_rows.row_of(report, facts)  # the verdict, decided once (harness.verdict.decide)
+        if row is not None:
+            report.user_properties.append((session_rows.ROW_KEY, json.dumps(row)))  # (JSON: junit XML shows it)
     return report
+
+
+def _call_facts(item: pytest.Item, call, report, target) -> dict:
+    """What the call phase learned besides pass/fail: its time and the part spent in the target's calls,
+    a ``PropertyFailure``'s fields (the table's reason, as data: no text parsed), the named convention,
+    the configurations passed over, and what an ``--xfails`` line made of it."""
+    in_target = target.limit.spent - item.stash.get(_SPENT_KEY, target.limit.spent)
+    facts = {"seconds": round(report.duration, 4), "target_seconds": round(in_target, 4)}
+    failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
+    if failure is not None and report.failed:
+        facts.update(failure_kind=failure.kind, failure_message=failure.message, repro=failure.repro)
+        if failure.measured:  # a convention mismatch: what the code follows
+            facts["convention"] = failure.measured
+    labels = target.outcome.labels
+    if labels and report.passed:
+        facts["label"] = labels[-1]
+        if measured_of(labels[-1]):
+            facts["convention"] = measured_of(labels[-1])
+    note = target.outcome.unsupported_note()
+    if note and not report.skipped:
+        facts["unsupported"], facts["unsupported_detail"] = note
+    entries = item.config.stash.get(_XFAILS_KEY, [])
+    if entries:
+        facts.update(xfails.apply(xfails.find(entries, property_of(item), target.spec, target.id), report))
+    return facts
 
 
 #: the name the results sink of a session is registered under (one per config)

@@ -5,15 +5,46 @@ a session gets its own) and calls ``conformance_summary`` from ``pytest_terminal
 A row: ``property``, ``target``, ``when``, ``outcome``, ``label``, ``convention``, ``unsupported``,
 ``unsupported_detail``, ``reason``, ``repro`` (a failure's one-line repro, when it has one),
 ``seconds`` and ``target_seconds`` (the call phase's duration and the part of it spent in the target's
-calls, round trips to its worker included; None for set-up rows)
-(``harness.conformance_table`` turns rows into the table).
+calls, round trips to its worker included; None for set-up rows), and the verdict: ``kind``, ``text``,
+``severity``, decided once when the report is made (``row_of``) and carried to the controller as the
+report's one ``harness_row`` user property (``harness.conformance_table`` turns rows into the table).
 """
 from __future__ import annotations
 
+import json
+
 import pytest
+
+from harness.verdict import decide
 
 #: the reason of a skip because the target does not load (an error in the table, not a skip)
 NOT_LOADED = "does not load"
+
+
+#: the report's user property that carries the row (one value: ``row_of``'s dict as JSON, so junit XML
+#: carries it readably too)
+ROW_KEY = "harness_row"
+
+
+def row_of(report: pytest.TestReport, facts: dict) -> dict | None:
+    """The conformance row of a test phase that decided an outcome (None for a passing set-up or
+    tear-down), from the report and what the plug-in learned (``facts``: property, target, and
+    the call's label, convention, failure fields, passed-over configurations, xfails line, times).
+    Its verdict is decided here, once: ``kind``, ``text`` and ``severity`` (``harness.verdict.decide``);
+    the conformance table, the sweep and the reports read them."""
+    if not (report.when == "call" or report.outcome != "passed"):
+        return None
+    outcome = report.outcome
+    if facts.get("skip_kind") == "not_loaded":
+        outcome = "failed"  # an error in the table, not a skip: the target could not be tested
+    if facts.get("expected"):
+        outcome = "failed"  # a known failure (--xfails): still a failure in the table, marked known
+    row = {"property": facts["property"], "target": facts["target"], "when": report.when, "outcome": outcome,
+           "reason": short_reason(report, facts),
+           **{k: facts.get(k) for k in ("label", "convention", "unsupported", "unsupported_detail", "repro",
+                                        "skip_kind", "expected", "unexpected_pass", "seconds", "target_seconds")}}
+    row["severity"], row["text"], row["kind"] = decide(row)
+    return row
 
 
 class ResultsSink:
@@ -33,41 +64,20 @@ class ResultsSink:
             if row is not None:
                 self.differential.append(row)
             return
-        if "harness_property" not in props:
-            return
-        if report.when == "call" or report.outcome != "passed":
-            reason = short_reason(report)
-            outcome = report.outcome
-            if props.get("harness_skip_kind") == "not_loaded":
-                outcome = "failed"  # an error in the table, not a skip: the target could not be tested
-            if "harness_expected" in props:
-                outcome = "failed"  # a known failure (--xfails): still a failure in the table, marked known
-            self.rows.append({"property": props["harness_property"], "target": props["harness_target"],
-                              "when": report.when, "outcome": outcome,
-                              "label": props.get("harness_label"),
-                              "convention": props.get("harness_convention"),
-                              "unsupported": props.get("harness_unsupported"),
-                              "unsupported_detail": props.get("harness_unsupported_detail"),
-                              "reason": reason, "repro": props.get("harness_failure_repro"),
-                              "skip_kind": props.get("harness_skip_kind"),
-                              "expected": props.get("harness_expected"),
-                              "unexpected_pass": props.get("harness_unexpected_pass"),
-                              "seconds": props.get("harness_seconds"),
-                              "target_seconds": props.get("harness_target_seconds")})
+        if ROW_KEY in props:
+            self.rows.append(json.loads(props[ROW_KEY]))
 
 
-
-def short_reason(report: pytest.TestReport) -> str:
+def short_reason(report: pytest.TestReport, facts: dict | None = None) -> str:
     """One line for the table: why it was skipped, or the failure's kind and first message line
-    (a ``PropertyFailure``'s fields, put in ``user_properties`` by ``pytest_runtest_makereport``;
-    any other failure: its first ``E`` line)."""
-    if report.skipped and isinstance(report.longrepr, tuple):
+    (a ``PropertyFailure``'s fields, in ``facts``; any other failure: its first ``E`` line)."""
+    facts = facts or {}
+    if report.skipped and isinstance(report.longrepr, tuple) and not facts.get("expected"):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
-    props = dict(report.user_properties)
-    if report.failed or "harness_expected" in props:
-        if "harness_failure_kind" in props:
-            message = props["harness_failure_message"]
-            return (f"{props['harness_failure_kind']}: {message}" if message else props["harness_failure_kind"])[:300]
+    if report.failed or facts.get("expected"):
+        if facts.get("failure_kind"):
+            message = facts.get("failure_message")
+            return (f"{facts['failure_kind']}: {message}" if message else facts["failure_kind"])[:300]
         text = str(report.longrepr)
         lines = [ln for ln in text.strip().splitlines() if ln.startswith("E ")]
         return (lines[0][1:].strip() if lines else text.strip().splitlines()[-1])[:300] if text.strip() else "failed"

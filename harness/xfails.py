@@ -71,18 +71,20 @@ def find(entries: list[Entry], prop: str, *target_names: str) -> Entry | None:
     return next((e for e in entries if e.matches(prop, *target_names)), None)
 
 
-def apply(entry: Entry | None, report) -> None:
+def apply(entry: Entry | None, report) -> dict:
     """A call report of a property listed by ``entry``: its failure becomes XFAIL (the row stays a
-    failure, marked known), its pass XPASS (not strict: never a failure; named at the end)."""
+    failure, marked known: ``{"expected": where}``), its pass XPASS (not strict: never a failure;
+    named at the end: ``{"unexpected_pass": where}``); {} when no line lists it."""
     if entry is None:
-        return
+        return {}
     if report.failed:
         report.outcome = "skipped"
         report.wasxfail = f"known failure ({entry.where})" + (f": {entry.note}" if entry.note else "")
-        report.user_properties.append(("harness_expected", entry.where))
-    elif report.passed:
+        return {"expected": entry.where}
+    if report.passed:
         report.wasxfail = f"listed in {entry.where} but passes"
-        report.user_properties.append(("harness_unexpected_pass", entry.where))
+        return {"unexpected_pass": entry.where}
+    return {}
 
 
 def write_summary(terminalreporter, entries: list[Entry], rows: list[dict]) -> None:

@@ -56,3 +56,25 @@ def test_no_other_module_reads_a_kind_out_of_result_text():
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "harness").rglob("*.py")
                  if p.name != "verdict.py" and pattern.search(p.read_text())]
     assert offenders == [], offenders
+
+
+def test_the_report_carries_one_row_with_its_verdict(pytester):
+    """The plug-in decides the verdict once, when the report is made, and the report carries it as one
+    value (``harness_row``, JSON); the results sink only collects it, the table only reads it."""
+    import json
+    from planted_support import run_suite
+    from harness.session_rows import ROW_KEY
+    seen = []
+
+    class Spy:
+        def pytest_runtest_logreport(self, report):
+            props = [(k, v) for k, v in report.user_properties if k.startswith("harness_")]
+            if props:
+                seen.append((report.when, props))
+
+    result = run_suite(pytester, ["test_alibi.py"], ["reference"], "test_slopes", plugins=[Spy()])
+    result.assert_outcomes(passed=1)
+    assert seen and all(len(props) == 1 and props[0][0] == ROW_KEY for _, props in seen), seen
+    row = json.loads(next(props for when, props in seen if when == "call")[0][1])
+    assert (row["kind"], row["text"], row["property"]) == ("pass", "pass", "alibi.slopes"), row
+    assert row["seconds"] is not None and row["target_seconds"] is not None
