@@ -1,5 +1,6 @@
 """Where the harness reaches a target module's tensors: one reading for every property, gradient,
-consistency check and benchmark that writes, reads or differentiates them.
+consistency check and benchmark that writes, reads or differentiates them. The rules are the records'
+(``tensors`` in ``harness/protocol.py``); today:
 
     protocol name             role          where
     LayerNorm                 weight, bias  .weight, .bias (required names: torch.nn's)
@@ -20,14 +21,10 @@ from typing import Any
 
 import torch
 
+from harness.protocol import TENSORS, TENSORS_NAMED_AS
+
 #: (protocol name, role) -> the attribute path the protocol requires, or None: found by its shape
-RULES: dict[tuple[str, str], str | None] = {
-    ("LayerNorm", "weight"): "weight",
-    ("LayerNorm", "bias"): "bias",
-    ("RMSNorm", "weight"): "weight",
-    ("T5RelativePositionBias", "table"): "relative_attention_bias.weight",
-    ("LearnedPositionEmbedding", "table"): None,
-}
+RULES: dict[tuple[str, str], str | None] = TENSORS
 
 
 def get(mod: Any, path: str) -> Any:
@@ -47,7 +44,7 @@ def locate(mod: Any, owner: str, role: str, shape: tuple[int, ...]) -> str:
         t = get(mod, required)
         if not isinstance(t, torch.Tensor):
             raise AssertionError(f"{owner} has no tensor .{required} (got {type(t).__name__}); the protocol "
-                                 f"reads its {role} there, as {_ORIGIN[owner]} names it")
+                                 f"reads its {role} there, as {TENSORS_NAMED_AS[owner]} names it")
         if tuple(t.shape) != shape:
             raise AssertionError(f"{owner}'s .{required} has shape {tuple(t.shape)}, expected {shape}")
         return required
@@ -72,7 +69,3 @@ def write(mod: Any, owner: str, role: str, value: torch.Tensor) -> tuple[str, to
     with torch.no_grad():
         t.copy_(value.to(device=t.device, dtype=t.dtype))
     return path, t.dtype
-
-
-_ORIGIN = {"LayerNorm": "torch.nn.LayerNorm", "RMSNorm": "torch.nn.RMSNorm",
-           "T5RelativePositionBias": "Hugging Face's T5Attention"}

@@ -36,6 +36,10 @@ class Name:
     #: what it must compute, in a sentence or two: the protocol table's second column (docs/protocol.md's
     #: table is generated from the records: ``python scripts/gen_property_docs.py``)
     contract: str = ""
+    #: a module's tensors the harness writes or reads (``harness/module_tensors.py``): role -> the attribute
+    #: path the protocol requires, or None (found by its shape); ``tensors_named_as``: whose names those are
+    tensors: dict[str, str | None] = field(default_factory=dict, hash=False)
+    tensors_named_as: str = ""
     #: optional parameters (added after the name's first version): parameter -> the feature (of
     #: ``features``) it carries. A function whose signature lacks one (and takes no ``**kwargs``)
     #: does not support that feature, as if it declared it (``lacking_features``); it is not broken

@@ -333,9 +333,8 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 
 
 def _call_facts(item: pytest.Item, call, report, target) -> dict:
-    """What the call phase learned besides pass/fail: its time and the part spent in the target's calls,
-    a ``PropertyFailure``'s fields (the table's reason, as data: no text parsed), the named convention,
-    the configurations passed over, and what an ``--xfails`` line made of it."""
+    """What the call phase learned besides pass/fail (times, a ``PropertyFailure``'s fields, the named
+    convention, the configurations passed over, an ``--xfails`` line's effect), as data: no text parsed."""
     in_target = target.limit.spent - item.stash.get(_SPENT_KEY, target.limit.spent)
     facts = {"seconds": round(report.duration, 4), "target_seconds": round(in_target, 4)}
     failure = runner.property_failure(call.excinfo.value if call.excinfo else None)

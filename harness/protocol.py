@@ -22,72 +22,13 @@ name lacks a part: its reference, a property in ``suites/<family>/``, a planted 
 README.md / docs/*.md, or when a documented signature's parameters differ from the record's.
 Adding a name: "the recipe for adding a protocol name" in notes/ARCHITECTURE.md.
 
-``attention_with_kvcache`` (incremental decoding, after FlashAttention's ``flash_attn_with_kvcache``,
-in the harness's head-first layout) is the one name that may modify arguments in place: it writes
-the new keys/values into ``k_cache``/``v_cache`` (its record's ``writes``); shapes::
-
-    q (B, Hq, Lq, E)                     k_cache (B, Hkv, Smax, E)   v_cache (B, Hkv, Smax, Ev)
-    k (B, Hkv, Lnew, E) or None          v (B, Hkv, Lnew, Ev) or None (given together)
-    cache_seqlens (B,) int32/int64: the positions already filled, per batch item (not advanced
-                                    by the call: the caller adds Lnew)
-    rotary_cos, rotary_sin (>= max position + 1, R/2), R <= E even: RoPE on the first R dims
-    out (B, Hq, Lq, Ev), in q's dtype
-
-With n_b = cache_seqlens[b] + Lnew keys filled after the write, position p is stored in slot
-p mod Smax (a linear cache when n_b <= Smax; a rolling one only with a window, which needs
-Smax >= window; a key this call overwrites still counts for its own queries), and query i of item b sits at position n_b - Lq + i (bottom-right, as decoding
-does); with ``causal`` it sees the keys j <= its position (all n_b keys without), with ``window``
-only the last ``window`` of them (the protocol's ``w`` extent; ``w+1`` is the named convention).
-Query head h reads KV head h // (Hq / Hkv). With rotary tables, new keys and the queries are
-rotated at their absolute positions (``rotary_interleaved``: pairs (2i, 2i+1), else rotate-half
-(i, i + R/2)) before the keys are cached; the tables need k and v.
-
-Paged (``block_table`` (B, max_blocks) int32, after FlashAttention's ``block_table`` and vLLM): the
-caches are a pool of pages, ``k_cache (num_blocks, Hkv, block_size, E)``, ``v_cache (num_blocks,
-Hkv, block_size, Ev)`` (head-first, as the linear cache), and position p of item b lives in physical
-block ``block_table[b, p // block_size]`` at slot ``p % block_size``; everything else is as for a
-linear cache of max_blocks * block_size slots (no rolling: n_b must fit). Items may share blocks (a
-common prefix); a call writes only positions cache_seqlens[b] .. n_b - 1 of each item. ``softcap``
-(> 0: scores <- softcap * tanh(scores / softcap) on the scaled scores, before masking) and
-``sinks`` ((Hq,) float32: one logit per query head in the softmax's denominator only) are as in
-``reference/attention_options.py``. The three are optional (the record's ``options``): a target may
-declare ``kvcache_paged``, ``softcap`` or ``sinks`` unsupported, or simply not take the parameter.
-
-``attention_varlen`` (training on packed documents, after FlashAttention's ``flash_attn_varlen_func``, in
-its own sequence-first layout) attends within each sequence only; shapes::
-
-    q (total_q, Hq, E)    k (total_k, Hkv, E)    v (total_k, Hkv, Ev)
-    cu_seqlens_q, cu_seqlens_k (B + 1,) int32: sequence b is rows cu[b] .. cu[b + 1] - 1 (zero-length allowed)
-    max_seqlen_q, max_seqlen_k: ints, the longest sequences;  sinks (Hq,) or None
-    out (total_q, Hq, Ev), in q's dtype
-
-Query i of a sequence with Lq queries and Lk keys sits at position i + Lk - Lq (bottom-right per
-sequence); ``causal``, ``window`` (the protocol's ``w`` extent) and GQA as in ``attention_with_kvcache``;
-``softcap`` caps the scaled scores before masking, ``sinks`` add one logit per head to the softmax's
-denominator (``reference/attention_options.py``); a row that sees no key is zeros.
-
 What each name must compute is its record's ``contract`` (docs/protocol.md's table, generated from the
-records) and checked by the suites.
-
-``RotaryEmbedding`` is the stateful form of ``apply_rotary_embedding``, as libraries ship it
-(rotary-embedding-torch's ``RotaryEmbedding.rotate_queries_or_keys(t, offset=...)``, Hugging
-Face's rotary caches): constructed ONCE (in the target's worker) and called repeatedly,
-``forward(x, offset)`` rotates x (B, H, L, D) as ``apply_rotary_embedding(x, offset +
-arange(L), base)`` does, with either pairing (``rope_layout``), and returns x's dtype and
-device. It may cache tables between calls (by length, offset, dtype, device); no call may
-depend on the calls before it. The harness never casts the module's dtype (calls in several
-dtypes go to the same instance) and moves it with ``.to(device)`` before calling it on
-another device, as a model is moved.
-
-``AlibiPositionalBias`` and ``T5RelativePositionBias`` are the cached forms of ``alibi_bias`` and
-``t5_relative_position_bias``, as x-transformers and T5 models ship them: built once, then
-``forward(query_len, key_len)`` returns the (H, query_len, key_len) bias of the last query_len
-queries over key_len keys (queries aligned to the END of the keys, as in KV-cache decoding), whatever
-the calls before it were. ``AlibiPositionalBias`` is compared as ``alibi_bias`` is (causal keys, up to
-a per-row constant); ``T5RelativePositionBias`` reads its learned table from
-``relative_attention_bias`` (an ``nn.Embedding(num_buckets, H)``, the name Hugging Face's T5Attention
-and x-transformers use), which the harness overwrites between calls as a training step would: a
-cache may keep bucket indices, never the table's values. Both are moved with ``.to(device)``.
+records: the shapes, slots and paged layout of ``attention_with_kvcache``, the packed layout of
+``attention_varlen``, what the stateful forms ``RotaryEmbedding``, ``AlibiPositionalBias`` and
+``T5RelativePositionBias`` may cache and must not) and checked by the suites. ``attention_with_kvcache``
+is the one name that may modify arguments in place (its record's ``writes``: the two caches). A module
+name whose tensors the harness writes or reads (a norm's weight, a learned table) says where in
+``tensors`` (``harness/module_tensors.py`` follows it).
 """
 from __future__ import annotations
 
@@ -95,7 +36,8 @@ import inspect
 
 from harness.name_record import Name, params_of
 
-__all__ = ["Name", "params_of", "RECORDS", "NAMES", "FEATURES", "MUTABLE", "NO_ALIAS", "NOT_COMPARED", "COMPARED",
+__all__ = ["Name", "params_of", "RECORDS", "NAMES", "FEATURES", "MUTABLE", "NO_ALIAS", "TENSORS", "TENSORS_NAMED_AS",
+           "NOT_COMPARED", "COMPARED",
            "signature_problem", "lacking_features"]
 
 #: how most names are compared in the consistency section: two outputs that are each within the
@@ -143,12 +85,14 @@ RECORDS: tuple[Name, ...] = (
                   "`cache_seqlens` `(B,)` ints (or one int): the positions already cached per item, not "
                   "advanced by the call. The new k/v are written **in place** into the caches at slots "
                   "`cache_seqlens[b]` … (position p in slot p mod Smax: a linear cache, or with a window a "
-                  "rolling one of Smax ≥ window slots); query i of item b is at position `cache_seqlens[b] + "
+                  "rolling one of Smax ≥ window slots, where a key this call overwrites still counts for its "
+                  "own queries); query i of item b is at position `cache_seqlens[b] + "
                   "Lnew − Lq + i` (bottom-right) and sees the keys up to it (`causal`; every filled key "
                   "without), with `window` only the last `window` of them (`window_extent`); GQA as SDPA; with "
                   "RoPE tables `(positions, R/2)` the queries and new keys are rotated at their absolute "
                   "positions over the first R dims (`rotary_interleaved`: pairs (2i, 2i+1), else rotate-half) "
-                  "before the keys are cached. The only name allowed to modify arguments (the two caches); out "
+                  "before the keys are cached (the tables need k and v). The only name allowed to modify "
+                  "arguments (the two caches); out "
                   "`(B, Hq, Lq, Ev)`. Paged (`block_table` `(B, max_blocks)` int32, FlashAttention's "
                   "`block_table`): the caches are a pool `(num_blocks, Hkv, block_size, E|Ev)` and position p "
                   "of item b lives in block `block_table[b, p // block_size]` at slot `p % block_size` (no "
@@ -181,6 +125,7 @@ RECORDS: tuple[Name, ...] = (
     Name("LearnedPositionEmbedding", family="positions", reference="harness.reference.learned_positions", kind="class",
          signature="LearnedPositionEmbedding(max_positions, dim); forward(positions: LongTensor)",
          not_compared="a learned table initialised at random",
+         tensors={"table": None},
          contract="an nn.Module; its table `(max_positions, dim)` is its `.weight`, or else its one parameter "
                   "of that shape; positions >= max_positions must raise."),
     Name("apply_rotary_embedding", family="positions", reference="harness.reference.rope",
@@ -254,6 +199,7 @@ RECORDS: tuple[Name, ...] = (
                    "forward(query_len, key_len) -> Tensor[H, Lq, Lk]; attribute relative_attention_bias "
                    "(nn.Embedding(num_buckets, H))",
          not_compared="the module form: t5_relative_position_bias is compared",
+         tensors={"table": "relative_attention_bias.weight"}, tensors_named_as="Hugging Face's T5Attention",
          contract="the module form of `t5_relative_position_bias` (Hugging Face's T5Attention and "
                   "x-transformers name the table `relative_attention_bias`): built once; each call is the "
                   "lookup in the table as it is at that call. The harness overwrites the table between calls, "
@@ -262,10 +208,12 @@ RECORDS: tuple[Name, ...] = (
     Name("LayerNorm", family="norms", reference="harness.reference.layernorm", kind="class",
          signature="LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)",
          compared=TOLERANCE + " (built with the same weight and bias, called on one x)",
+         tensors={"weight": "weight", "bias": "bias"}, tensors_named_as="torch.nn.LayerNorm",
          contract="constructed like torch.nn.LayerNorm."),
     Name("RMSNorm", family="norms", reference="harness.reference.rmsnorm", kind="class",
          signature="RMSNorm(normalized_shape, eps=None, elementwise_affine=True)",
          compared=TOLERANCE + " (built with the same weight, called on one x)",
+         tensors={"weight": "weight"}, tensors_named_as="torch.nn.RMSNorm",
          contract="constructed like torch.nn.RMSNorm."),
     Name("residual_block", family="norms", reference="harness.reference.blocks",
          signature="residual_block(dim, sublayer) -> nn.Module; forward(x (..., dim))",
@@ -346,6 +294,9 @@ MUTABLE: dict[str, frozenset] = {r.name: frozenset({*(r.params.index(w) for w in
                                  for r in RECORDS if r.writes}
 #: the names whose output must be new memory (``guard.NO_ALIAS``)
 NO_ALIAS: frozenset[str] = frozenset(r.name for r in RECORDS if r.new_memory)
+#: (name, role) -> where a module's tensor is (``module_tensors.RULES``), and whose names those are
+TENSORS: dict[tuple[str, str], str | None] = {(r.name, role): path for r in RECORDS for role, path in r.tensors.items()}
+TENSORS_NAMED_AS: dict[str, str] = {r.name: r.tensors_named_as for r in RECORDS if r.tensors_named_as}
 #: the names the consistency section does not compare, and why (``suites/consistency/``)
 NOT_COMPARED: dict[str, str] = {r.name: r.not_compared for r in RECORDS if r.not_compared}
 #: the names it compares, and how (each has a ``Case`` in its family's ``suites/<family>/specs.py``)

@@ -274,3 +274,13 @@ def test_a_drifted_signature_is_reported():
 ])
 def test_params_of(signature, params):
     assert params_of(signature) == params
+
+
+def test_the_engine_names_no_protocol_name():
+    """The five hand edits of a name (notes/ARCHITECTURE.md) stay five: outside its record, no module of the
+    engine (``harness/*.py``, ``harness/commands/``) writes a protocol name as a string (a per-name table:
+    ``guard.MUTABLE``, ``declarations.FEATURES`` and ``module_tensors.RULES`` were, and are now derived)."""
+    sources = [*(ROOT / "harness").glob("*.py"), *(ROOT / "harness" / "commands").glob("*.py")]
+    named = {str(p.relative_to(ROOT)): [n for n in protocol.NAMES if re.search(rf"""["']{n}["']""", p.read_text())]
+             for p in sources if p.name not in ("protocol.py", "name_record.py")}
+    assert {p: n for p, n in named.items() if n} == {}
