@@ -1,9 +1,8 @@
 """Target isolation: the harness's side of a target's worker process (``harness.worker``).
 
-One persistent worker per target, forked from a forkserver that was itself started fresh
-(``spawn``-like: it carries none of the harness's state) and preloaded torch, so a worker
-starts in tens of milliseconds instead of seconds. The harness never imports the target;
-references, the tolerance policy and every comparison stay in this process.
+One persistent worker per target, forked from a fresh forkserver (``spawn``-like: none of the harness's
+state) that preloaded torch, so a worker starts in tens of milliseconds. The harness never imports the
+target; references, the tolerance policy and every comparison stay in this process.
 
 - A call that does not return within the per-call limit, unless it keeps computing (then it is
   slow, not hung, up to a ceiling of CPU time: ``harness.progress``), gets the worker's process
@@ -13,10 +12,9 @@ references, the tolerance policy and every comparison stay in this process.
   "the worker process died with SIGSEGV during name(args)" and the last output it printed.
 - The import runs in the worker under ``import_timeout``.
 - Output the target prints is captured per call and capped (first and last KiB).
-Handles (``Remote``) stand for the worker's objects; plain data comes back by value. A call may
-be read later (``send`` returns a ``harness.pending.Pending``; one request in flight, read before
-the next is sent). ``WorkerBackend`` is a ``Target``'s worker backend (``harness.in_process`` has
-the other); the worker applies the call rules of ``harness.guard``.
+Handles (``Remote``) stand for the worker's objects; plain data comes back by value. A call may be read
+later (``send`` returns a ``harness.pending.Pending``; one request in flight). ``WorkerBackend`` is a
+``Target``'s worker backend (``harness.in_process`` the other); the worker applies ``harness.guard``'s rules.
 """
 from __future__ import annotations
 
@@ -27,6 +25,7 @@ import os
 import select
 import signal
 import sys
+import time
 
 import torch
 
@@ -259,8 +258,14 @@ class WorkerBackend:
         build, ``target_ops.builds``, under the import limit); ``wait=False``: a ``Pending`` of it."""
         limit = dict(timeout=max(self.timeout, self.import_timeout), limit_name="--import-timeout") \
             if getattr(fn, "builds", False) else {}
+        start = time.perf_counter()
         flight = self.send(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True, **limit)
-        return flight.result() if wait else flight
+        if not wait:
+            return flight
+        try:  # (counted as the target's time, as the in-process backend's guard.call counts it)
+            return flight.result()
+        finally:
+            self.limit.spent += time.perf_counter() - start
 
     def seed_next(self, seed: int) -> None:
         """Seed torch's RNG in the worker (``target_ops.manual_seed``) before its next request."""

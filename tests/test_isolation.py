@@ -213,3 +213,19 @@ def test_the_spin_sees_a_waiting_message_and_gives_up_without_one():
     finally:
         here.close()
         there.close()
+
+
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_work_on_the_target_counts_as_the_targets_time(isolation):
+    """``on_target`` work (harness code run next to the target's objects: in its worker when isolated)
+    is the target's time in the per-property timing, isolated as in-process (issue 46: the isolated
+    run's "harness" share hid it)."""
+    from harness.loader import load_target
+    from harness.runner import on_target
+    target = load_target("reference", isolation=isolation, timeout=20)
+    try:
+        before = target.limit.spent
+        on_target(target, time.sleep, 0.3)
+        assert target.limit.spent - before >= 0.3
+    finally:
+        target.close()
