@@ -2,7 +2,7 @@
 
 The repository keeps ``suites/``, ``reference/`` and ``reports/`` at its top level; the
 distribution installs them as ``harness.suites``, ``harness.reference`` and ``harness.reports``
-(``harness/layout.py``), so an installed harness claims no generic top-level package name in a
+(``harness/basics/layout.py``), so an installed harness claims no generic top-level package name in a
 user's environment. The documentation pages travel inside it too (``harness/docs``), so the
 README's links and ``python -m harness docs`` work from a wheel.
 """

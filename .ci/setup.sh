@@ -46,7 +46,7 @@ ci_setup() {
   # flash-linear-attention's Triton norms and rotary (--no-deps: its extras pull torch)
   python -m pip install -q ${c[@]+"${c[@]}"} --no-deps "fla-core==0.6.0"
   export HARNESS_REQUIRE_TRITON=1  # the Triton self-tests fail instead of skipping in CI
-  # every self-test marked @pytest.mark.optional_libs (the libraries above: harness/optional.py, its
+  # every self-test marked @pytest.mark.optional_libs (the libraries above: harness/basics/optional.py, its
   # pins these) fails instead of skipping in CI; README command 1's environment skips them
   export HARNESS_REQUIRE_OPTIONAL=1
 

@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _unavailable(exc: Exception) -> int:
-    from harness import extras
+    from harness.basics import extras
     print(extras.hint_for(exc) or f"this command needs a package that is not installed: {exc}", file=sys.stderr)
     return 2
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ImportError as exc:  # an optional dependency (an extra of the harness): one line, no traceback
-        from harness import extras
+        from harness.basics import extras
         hint = extras.hint_for(exc)
         if hint is None:
             raise

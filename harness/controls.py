@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from harness import optional
+from harness.basics import optional
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def _adapter(name: str, why: str, **kw) -> Control:
     return Control(f"harness.adapters.{name}", why, **kw)
 
 
-# (import name, pinned install command): harness.optional, the one table of the optional libraries
+# (import name, pinned install command): harness.basics.optional, the one table of the optional libraries
 _RET = optional.library("rotary_embedding_torch")
 _XT = optional.library("x_transformers")
 _TT = optional.library("torchtune")

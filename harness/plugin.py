@@ -7,7 +7,7 @@
 - ``pytest_report_header`` prints what is under test;
 - at the end, a conformance table (property x target) is printed and, with
   ``--conformance-report DIR``, written as CSV, Markdown and JSON; with two or more targets, a
-  consistency section (``harness.consistency``) follows it, and ``--require-consistent`` fails
+  consistency section (``harness.verdicts.consistency``) follows it, and ``--require-consistent`` fails
   the session when the targets disagree.
 """
 from __future__ import annotations
@@ -20,14 +20,18 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from harness import configs, guard, options, provided, runner, scope, session_rows, versions, xfails
-from harness.scope import is_harness_session
-from harness.consistency import consistency_check
-from harness.conventions import measured_of, parse_cli
-from harness.loader import Target, load_target
-from harness.target_import import BrokenTarget, Missing
-from harness.outcome import Outcome
-from harness.session_rows import NOT_LOADED, ResultsSink, conformance_summary
+from harness import runner
+from harness.basics import options, scope, versions
+from harness.spec import configs
+from harness.boundary import guard, provided
+from harness.verdicts import session_rows, xfails
+from harness.basics.scope import is_harness_session
+from harness.verdicts.consistency import consistency_check
+from harness.spec.conventions import measured_of, parse_cli
+from harness.boundary.loader import Target, load_target
+from harness.boundary.target_import import BrokenTarget, Missing
+from harness.verdicts.outcome import Outcome
+from harness.verdicts.session_rows import NOT_LOADED, ResultsSink, conformance_summary
 
 _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
@@ -181,7 +185,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             for name, source in t.info.ignored.items():
                 lines.append(f"  ignored: {provided.ignored_line(name, source)}")
             if t.info.interpreted:
-                from harness import interpret
+                from harness.boundary import interpret
                 lines.append(f"  {interpret.HEADER}: tiles {t.info.tiles or interpret.DEFAULT_TILES} "
                              f"(lengths fitted to them), {interpret.tier()} tier, at most {interpret.budget()} "
                              f"checks per property, "
@@ -293,7 +297,7 @@ def pytest_runtest_call(item: pytest.Item):
             raise  # (rejected for another reason too: genuinely unsatisfiable, reported)
         runner.skip_unsupported(target.outcome.unsupported_summary())
     except Exception as exc:  # (an AssertionError, or Hypothesis' group of them)
-        from harness.consistency import disagreement_of
+        from harness.verdicts.consistency import disagreement_of
         why = disagreement_of(exc) if consistency_check(item) is not None else None
         if why is None:
             raise
@@ -319,14 +323,14 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     if target is not None and "benchmark" not in getattr(item, "fixturenames", ()):
         # (pytest-benchmark timings are benchmarks, not properties: not in the conformance table)
         facts = {"property": property_of(item), "target": target.id}
-        if report.skipped and call.excinfo is not None:  # the skip's kind, as data (harness.verdict)
+        if report.skipped and call.excinfo is not None:  # the skip's kind, as data (harness.verdicts.verdict)
             if isinstance(call.excinfo.value, runner.UnsupportedSkip):
                 facts["skip_kind"] = "unsupported"
             elif isinstance(call.excinfo.value, runner.NotLoadedSkip):
                 facts["skip_kind"] = "not_loaded"
         if report.when == "call":
             facts.update(_call_facts(item, call, report, target))
-        row = session_rows.row_of(report, facts)  # the verdict, decided once (harness.verdict.decide)
+        row = session_rows.row_of(report, facts)  # the verdict, decided once (harness.verdicts.verdict.decide)
         if row is not None:
             report.user_properties.append((session_rows.ROW_KEY, json.dumps(row)))  # (JSON: junit XML shows it)
     return report
@@ -361,7 +365,7 @@ _SINK_NAME = "harness-conformance-rows"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    from harness.conformance_table import write_conformance
+    from harness.verdicts.conformance_table import write_conformance
     broken = [t for t in config.stash.get(_TARGETS_KEY, []) if t.load_error]
     if broken:
         terminalreporter.write_sep("=", "targets that do not load")
@@ -374,7 +378,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         xfails.write_summary(terminalreporter, config.stash[_XFAILS_KEY], rows)
     section = consistency_data(config)
     if section is not None and (rows or section[1]):
-        from harness.consistency import write_terminal
+        from harness.verdicts.consistency import write_terminal
         write_terminal(terminalreporter, *section, require=config.getoption("require_consistent"))
     out = config.getoption("conformance_report")
     if out and (rows or (section and section[1])):
@@ -395,7 +399,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a target that does not load is not a pass
     section = consistency_data(session.config)
     if section is not None and session.config.getoption("require_consistent") and session.exitstatus == 0:
-        from harness.consistency import disagreements
+        from harness.verdicts.consistency import disagreements
         if disagreements(*section):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the backends disagree
     sys.stdout.flush()

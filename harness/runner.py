@@ -24,14 +24,15 @@ import pytest
 import torch
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import extras, guard, layout, target_ops
-from harness.configs import Config
-from harness.handles import call_remote, is_module, is_remote, method
-from harness.pending import Pending
-from harness.conventions import ConventionMismatch
-from harness.loader import Target
-from harness.target_import import Missing
-from harness.target_ops import manual_seed
+from harness.basics import extras, layout
+from harness.boundary import guard, target_ops
+from harness.spec.configs import Config
+from harness.boundary.handles import call_remote, is_module, is_remote, method
+from harness.boundary.pending import Pending
+from harness.spec.conventions import ConventionMismatch
+from harness.boundary.loader import Target
+from harness.boundary.target_import import Missing
+from harness.boundary.target_ops import manual_seed
 
 
 class PropertyFailure(AssertionError):
@@ -85,7 +86,7 @@ UNSUPPORTED = "unsupported"
 
 class UnsupportedSkip(pytest.skip.Exception):
     """The skip of a property the target does not support (declared, or NotImplementedError): its
-    kind travels as this type (``harness.verdict``: ``skip_kind`` "unsupported"), not in its text."""
+    kind travels as this type (``harness.verdicts.verdict``: ``skip_kind`` "unsupported"), not in its text."""
 
 
 class NotLoadedSkip(pytest.skip.Exception):
@@ -106,7 +107,7 @@ def skip_unsupported(why: str):
 def require_features(target: Target, *features: str) -> None:
     """Raise ``Unsupported`` when the target declares one of ``features`` unsupported; a check
     calls it before it uses the feature (``run`` reports the property ``unsupported (...)``)."""
-    from harness.declarations import FEATURES
+    from harness.spec.declarations import FEATURES
     for f in features:
         if f in target.info.unsupported:
             raise Unsupported(f"declared: {FEATURES[f]} is in HARNESS_UNSUPPORTED")
@@ -158,7 +159,7 @@ def exclude(target: Target, reason: str, cfg: Config) -> None:
     raise ConfigUnsupported(reason)
 
 
-#: the start of the reason of a configuration Triton's interpreter cannot run right (``harness.interpret``)
+#: the start of the reason of a configuration Triton's interpreter cannot run right (``harness.boundary.interpret``)
 INTERPRETER = "interpreter:"
 
 
@@ -190,7 +191,7 @@ def record_label(target: Target, label: str) -> None:
 
 
 def impl(target: Target, name: str) -> Callable[..., Any]:
-    """The target's ``name``, every call guarded (``harness.guard.call``)."""
+    """The target's ``name``, every call guarded (``harness.boundary.guard.call``)."""
     fn = target.lookup(name)
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -201,7 +202,7 @@ def impl(target: Target, name: str) -> Callable[..., Any]:
 
 
 def submit(target: Target, name: str, *args: Any, **kwargs: Any) -> Pending:
-    """``impl(target, name)(*args, **kwargs)``, read later with ``.result()`` (``harness.pending``):
+    """``impl(target, name)(*args, **kwargs)``, read later with ``.result()`` (``harness.boundary.pending``):
     in a worker the target computes while the caller computes what it compares the result with.
     The arguments must not be touched until ``.result()``; the target's errors are raised there."""
     return submit_call(target, target.lookup(name), name, *args, **kwargs)
@@ -330,7 +331,7 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
     (...)`` when none could be checked)."""
     __tracebackhide__ = True  # pytest shows the message, not this frame
     if target.info.interpreted:  # Triton's interpreter: the kernel's own tile boundaries, fewer checks
-        from harness.interpret import fit, over_budget
+        from harness.boundary.interpret import fit, over_budget
         if over_budget(target.outcome.checked):
             return None
         cfg = fit(cfg, target.info.tiles)
@@ -354,7 +355,7 @@ def run(target: Target, check: Callable[[Target, Any], Any], cfg: Config) -> Any
             _reject(target, f"undeclared: raised NotImplementedError: {why.splitlines()[0][:160]}; "
                     f"declare it in HARNESS_UNSUPPORTED or HARNESS_SIZES", cfg)
         if target.info.interpreted and isinstance(exc, guard.ImplementationError):
-            from harness.interpret import interpreter_gap
+            from harness.boundary.interpret import interpreter_gap
             gap = interpreter_gap(exc)  # the interpreter lacks what the kernel calls: not the kernel's bug
             if gap is not None:
                 _reject(target, gap, cfg)

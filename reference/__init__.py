@@ -2,7 +2,7 @@
 
 ``--impl reference`` (the default target) runs the suites against these.
 One component per module; shapes are in each module's docstring. Every protocol name is
-re-exported here, from the module its record names (``harness.protocol``: ``reference=``);
+re-exported here, from the module its record names (``harness.spec.protocol``: ``reference=``);
 tests/test_protocol_records.py checks both. (This package imports nothing from ``harness``.)
 """
 from harness.reference.attention import scaled_dot_product_attention

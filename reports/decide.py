@@ -1,9 +1,9 @@
 """The gate's verdict per (point, metric): thresholds from each point's own spread, and the points
-it cannot decide. The rule and its constants are ``harness.gate_rule`` (shared with the bench);
+it cannot decide. The rule and its constants are ``harness.verdicts.gate_rule`` (shared with the bench);
 ``reports.gate`` pairs the points and applies this.
 
 - Directional metrics (``DIRECTION``): ``ratio = current / baseline``, allowed ``tol`` from
-  ``tolerance`` (time-derived: ``harness.gate_rule.detectable`` of the noisier spread; others
+  ``tolerance`` (time-derived: ``harness.verdicts.gate_rule.detectable`` of the noisier spread; others
   ``max(FLOOR, K_SPREAD * spread)``, CPU memory also ``MEM_SLACK_CPU`` bytes). Time-derived metrics
   are judged net of the suite's drift ``d``. A time-derived point that cannot detect the gate's
   stated slowdown is "undecided (spread X %)" unless it moved beyond ``tol``; a move beyond ``tol``
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-from harness.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, NOISE_SIGMAS, UNDECIDED_RESOLUTION, decides,
+from harness.verdicts.gate_rule import (ALPHA, K_SPREAD, LEGACY_RESOLUTION_BYTES, NOISE_SIGMAS, UNDECIDED_RESOLUTION, decides,
                                detectable, device_kind, undecided_spread)
-from harness.stats import mann_whitney_greater
+from harness.spec.stats import mann_whitney_greater
 
 DIRECTION = {"time_s": "lower", "peak_mem_bytes": "lower", "cache_bytes": "lower",
              "tflops": "higher", "tokens_per_s": "higher", "accuracy": "higher"}
@@ -169,7 +169,7 @@ def metric_rows(base: dict, cur: dict, d: float = 1.0, noise: float | None = Non
 
 def _time_verdict(verdict: str, note: str, base: dict, cur: dict, metric: str, tol: float,
                   d: float, *, noise: float | None = None, net: float = 1.0) -> tuple[str, str]:
-    """A time-derived metric's verdict under the spread rule (``harness.gate_rule``): a regression
+    """A time-derived metric's verdict under the spread rule (``harness.verdicts.gate_rule``): a regression
     within ``NOISE_SIGMAS`` of the run's machine noise is undecided (a busy machine), not red."""
     device = cur.get("device", "cpu")
     spread = max(relative_spread(metric, base["metrics"]), relative_spread(metric, cur["metrics"]))

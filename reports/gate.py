@@ -12,7 +12,7 @@ Thresholds (one row per compared metric):
   memory ``(peak_mem_max_bytes - peak_mem_min_bytes) / peak_mem_bytes`` over the point's repeated
   measurements (which freed blocks a call reuses moves a CPU RSS peak by tens of percent from call
   to call). Lower-is-better regresses when ``ratio > 1 + tol``, higher-is-better when
-  ``ratio < 1 / (1 + tol)``. Time-derived metrics follow the spread rule of ``harness.gate_rule``
+  ``ratio < 1 / (1 + tol)``. Time-derived metrics follow the spread rule of ``harness.verdicts.gate_rule``
   (per point, from the repeats of both runs; ``reports.decide``): ``tol`` is the slowdown the point
   can detect (the ``allowed`` column; the note says "detects >= +X%"); a point whose ``tol`` is over
   the gate's stated slowdown (``GATE_SLOWDOWN``: 50 % CPU, 25 % GPU) is "undecided (spread X %)"
@@ -71,8 +71,8 @@ from typing import Callable
 
 import pandas as pd
 
-from harness.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
-from harness.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
+from harness.verdicts.gate_rule import TIME_FLOOR, device_kind, is_undecided, verdict_kind
+from harness.verdicts.runfolder import BAD_STATUSES, DEFAULT_PASS, SIZE_CAP_REASON, target_id
 from harness.reports.baseline_runs import combine
 from harness.reports.decide import metric_rows
 

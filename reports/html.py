@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.conformance_table import KINDS, RARE_KINDS
-from harness.gate_rule import NOISE_SIGMAS, verdict_kind
+from harness.verdicts.conformance_table import KINDS, RARE_KINDS
+from harness.verdicts.gate_rule import NOISE_SIGMAS, verdict_kind
 from harness.reports.glance import common_text, named_cases, narrow
 
 CSS = """
@@ -107,7 +107,7 @@ def suite_html(suite: str, table: pd.DataFrame) -> list[str]:
 
 
 def _kind(text) -> str:
-    """The kind of a conformance cell's text (``harness.conformance_table.KINDS``)."""
+    """The kind of a conformance cell's text (``harness.verdicts.conformance_table.KINDS``)."""
     text = "" if pd.isna(text) else str(text)
     first = re.split(r"[ :;(]", text, maxsplit=1)[0]
     if first in ("pass", "convention") and ";" in text:

@@ -5,7 +5,7 @@
     run_id, machine, key, suite, case, role, impl, device, <param columns: n, window, ...>,
     status, reason, metric, value
 
-The row contract (fields, statuses, roles, keys, the JSON-lines reader) is ``harness.runfolder``:
+The row contract (fields, statuses, roles, keys, the JSON-lines reader) is ``harness.verdicts.runfolder``:
 a row that breaks it -- an unknown status, no role, params that are not an object -- is an
 ``InputError`` naming the file and line, never a silent pass.
 
@@ -15,7 +15,7 @@ wins (a resumed run appends). Parameter names that collide with a fixed column g
 prefix. Non-numeric metrics are dropped; a two-number list ``m: [lo, hi]`` becomes ``m_lo``/``m_hi``,
 a dict ``m: {a: ..}`` becomes ``m.a``; telemetry becomes ``telemetry.<name>``. A point's stored
 repeats (``time_samples_s``) are not columns: ``point_samples(runs)`` returns them. A row of a suite
-with passes (``harness.runfolder.PASS_SUITES``: scaling) written before passes existed has no
+with passes (``harness.verdicts.runfolder.PASS_SUITES``: scaling) written before passes existed has no
 ``pass`` parameter: its ``pass`` column says "fwd", what it measured.
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.runfolder import DEFAULT_PASS, ENV, PASS_SUITES, RESULTS, iter_jsonl, make_key, pass_of, row_problem
-from harness.runfolder import RunFolderError as InputError
+from harness.verdicts.runfolder import DEFAULT_PASS, ENV, PASS_SUITES, RESULTS, iter_jsonl, make_key, pass_of, row_problem
+from harness.verdicts.runfolder import RunFolderError as InputError
 
 #: metrics that hold a point's repeats (lists): not table columns, ``point_samples(runs)``
 SAMPLE_METRICS = ("time_samples_s",)
@@ -78,7 +78,7 @@ def _read_json(path: Path, what: str):
 
 
 def read_results(path: Path) -> list[dict]:
-    """results.jsonl -> rows, each checked against the row contract (``harness.runfolder``); a
+    """results.jsonl -> rows, each checked against the row contract (``harness.verdicts.runfolder``); a
     truncated LAST line (a kill mid-write) is skipped with a warning."""
     rows = []
     for i, row in iter_jsonl(path):

@@ -3,11 +3,11 @@
 - scaling: per pass (forward, backward, forward+backward: one figure each), log-log time and peak
   memory vs sequence length n (one panel above the other), one line
   per case (and run, and other varying params), the fitted exponent in the legend (the run's
-  fits.json entry, else ``harness.stats.fit_loglog`` over the same sizes,
+  fits.json entry, else ``harness.spec.stats.fit_loglog`` over the same sizes,
   ``harness.bench.fit.FIT_POINTS``, for time and memory alike: a plotted exponent is the printed and
   stored one); oom/error/nan points as red crosses along the top of the panel at their n;
 - receptive field: heatmap of gradient magnitude by distance and depth (``receptive_field_grad.csv``),
-  titled with the case it shows (``harness.runfolder.grad_case``);
+  titled with the case it shows (``harness.verdicts.runfolder.grad_case``);
 Titles and legends are in words (``attention time vs sequence length``; ``window 8, causal``), a
 target row under the target's own name (``case_name``), legends right of the axes, outside the data.
 - KV cache: bars by head configuration, measured vs formula;
@@ -32,11 +32,11 @@ import seaborn as sns  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
 from harness.bench.fit import FIT_POINTS, fit_key  # noqa: E402
-from harness.runfolder import DEFAULT_PASS, PASS_WORDS, PASSES, grad_case  # noqa: E402
-from harness.stats import fit_loglog  # noqa: E402
+from harness.verdicts.runfolder import DEFAULT_PASS, PASS_WORDS, PASSES, grad_case  # noqa: E402
+from harness.spec.stats import fit_loglog  # noqa: E402
 from harness.reports.decide import CI_NAMES  # noqa: E402
 from harness.reports.glance import case_name  # noqa: E402
-from harness.runfolder import BAD_STATUSES  # noqa: E402
+from harness.verdicts.runfolder import BAD_STATUSES  # noqa: E402
 from harness.reports.load import param_columns, points  # noqa: E402
 from harness.reports.tables import safe_name  # noqa: E402
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.runfolder import PASSES
+from harness.verdicts.runfolder import PASSES
 from harness.reports.load import param_columns, points
 
 FORMATS = ("csv", "parquet", "md")

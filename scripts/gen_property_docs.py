@@ -120,7 +120,7 @@ BLOCK_PAGES = (SUITES_PAGE, ROOT / "docs" / "protocol.md", ROOT / "docs" / "runn
 #: the generated blocks of the protocol's records: (first line, last line) -> renderer
 PROTOCOL_TABLE = ("<!-- BEGIN protocol table: generated -->", "<!-- END protocol table -->")
 COMPARED_TABLE = ("<!-- BEGIN compared: generated -->", "<!-- END compared -->")
-NOTICE = (f"<!-- from the records in harness/protocol.py by `{COMMAND}`: edit the records, then rerun it "
+NOTICE = (f"<!-- from the records in harness/spec/protocol.py by `{COMMAND}`: edit the records, then rerun it "
           "(tests/test_property_docs.py fails while this block is stale) -->\n")
 
 
@@ -133,7 +133,7 @@ def family_title(family: str) -> str:
 def protocol_table() -> str:
     """docs/protocol.md's table: a row per record (signature, contract), grouped by family in the records'
     order of first appearance, each family under its title."""
-    from harness import protocol
+    from harness.spec import protocol
     lines = ["| name | contract |", "|---|---|"]
     for family in dict.fromkeys(r.family for r in protocol.RECORDS):
         lines.append(f"| **{family_title(family)}** | |")
@@ -143,7 +143,7 @@ def protocol_table() -> str:
 
 def compared_table() -> str:
     """docs/running.md's table of what each name's differential check compares, or why it has none."""
-    from harness import protocol
+    from harness.spec import protocol
     lines = ["| name | its differential check compares |", "|---|---|"]
     lines += [f"| `{r.name}` | {cell(r.compared or 'not compared: ' + r.not_compared)} |" for r in protocol.RECORDS
               if r.compared or r.not_compared]

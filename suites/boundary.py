@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness import explain
+from harness.spec import explain
 
 #: the replays and seconds one failure's shrinking may take (each replay is one run of the property)
 MAX_TRIES = 64

@@ -14,10 +14,10 @@ from typing import Callable, Sequence
 import pytest
 import torch
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.kit import UNSUPPORTED, expect_tensor, require_features, submit_on_target
-from harness.interpret import gradcheck_fast
-from harness.target_ops import backward
+from harness.boundary.interpret import gradcheck_fast
+from harness.boundary.target_ops import backward
 from harness.suites.attention.helpers import poison
 
 
@@ -28,7 +28,7 @@ GRADCHECK = {"eps": 1e-6, "atol": 1e-8, "rtol": 1e-6}
 
 def gradcheck_options(target) -> dict:
     """``GRADCHECK`` for ``target_ops.gradcheck``, with gradcheck's fast mode (the Jacobian projected
-    on random vectors) for an interpreted Triton kernel in the smoke tier (``harness.interpret``:
+    on random vectors) for an interpreted Triton kernel in the smoke tier (``harness.boundary.interpret``:
     the full Jacobian of a tiny attention call is ~200 interpreted calls)."""
     return {**GRADCHECK, "fast_mode": gradcheck_fast(target)}
 

@@ -18,7 +18,7 @@ history's own.
 
 Two ways to judge, per name:
 - ``replay``: every call is judged by a single-call check of the family's suite (the float64
-  reference under the tolerance policy, ``harness/tolerance.py``). A correct implementation may
+  reference under the tolerance policy, ``harness/spec/tolerance.py``). A correct implementation may
   differ between two calls only within rounding, which the policy allows; so each call after
   the first is judged after a history, and the repeat of the first after the whole of it,
   against the same truth as a call in a fresh state.
@@ -38,10 +38,11 @@ import torch
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from harness import protocol, runner
-from harness.configs import Config, HistoryConfig
+from harness import runner
+from harness.spec import protocol
+from harness.spec.configs import Config, HistoryConfig
 from harness.suites.kit import ConventionMismatch, ImplementationError
-from harness.isolation import WorkerLost
+from harness.boundary.isolation import WorkerLost
 
 #: at most this many other calls between the first call and its repeat
 MAX_OTHERS = 3

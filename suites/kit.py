@@ -25,19 +25,19 @@ import for both. Suite files import no other module's private (``_``-prefixed) n
 - asserting: ``expect_tensor`` (type, shape, dtype, device of an output), ``ImplementationError``
   (the target raised, hung or broke a call rule), ``check_convention`` / ``KNOWN`` /
   ``ConventionMismatch`` (a measured convention against the declared one), ``is_module``;
-  numerical comparisons go through ``harness.tolerance`` (``assert_close``);
+  numerical comparisons go through ``harness.spec.tolerance`` (``assert_close``);
 - drawing: ``SEED``, ``DTYPE``, ``autocast_dtypes`` (``suites/strategies.py``).
 """
 from __future__ import annotations
 
-from harness.conventions import KNOWN, ConventionMismatch, check_convention
-from harness.guard import ImplementationError, expect_tensor
-from harness.handles import is_module
-from harness.pending import resolved
+from harness.spec.conventions import KNOWN, ConventionMismatch, check_convention
+from harness.boundary.guard import ImplementationError, expect_tensor
+from harness.boundary.handles import is_module
+from harness.boundary.pending import resolved
 from harness.runner import (UNSUPPORTED, Unsupported, call_each, call_under_autocast, impl, move, on_target,
                             record_label, require_features, run, submit, submit_call, submit_on_target,
                             unverified, verified, within_declarations)
-from harness.target_ops import manual_seed
+from harness.boundary.target_ops import manual_seed
 from harness.suites.strategies import DTYPE, SEED, autocast_dtypes
 
 __all__ = ["ConventionMismatch", "DTYPE", "ImplementationError", "KNOWN", "SEED", "UNSUPPORTED",

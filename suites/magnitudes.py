@@ -1,6 +1,6 @@
 """Running-error magnitudes: the reference math (``reference/``) evaluated on absolute values, in float64.
 
-``harness.tolerance`` adds C_TERMS * u(dtype) * terms to the error it allows per element, where
+``harness.spec.tolerance`` adds C_TERMS * u(dtype) * terms to the error it allows per element, where
 ``terms`` is the size of the quantities an element is formed from (a sum contributes
 sum |terms|, a product |a| |b|, a difference |a| + |b|). Where the exact result cancels (it is
 near zero, the terms are not) this is the rounding error any implementation carries; elsewhere

@@ -189,7 +189,7 @@ def render_docs() -> str:
 
 
 def missing_options(opts: Options, record) -> list[str]:
-    """The parameters and features of the protocol ``record`` (``harness.protocol.Name``) that no
+    """The parameters and features of the protocol ``record`` (``harness.spec.protocol.Name``) that no
     factor of ``opts`` exercises and ``not_drawn`` does not name: an option added to a name
     without joining its covering set."""
     wanted = list(record.params) + sorted(record.features)

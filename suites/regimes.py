@@ -1,7 +1,7 @@
 """Size regimes: where tiled kernels break, covered on every run (issue 11).
 
 A Triton, CUDA or CUTLASS kernel is usually right on the small shapes that the strategies in
-``harness.configs`` draw, and wrong at its edges: past the first 64- or 128-row tile, for a key
+``harness.spec.configs`` draw, and wrong at its edges: past the first 64- or 128-row tile, for a key
 length that is not a multiple of the block, for head dims above 128 or odd ones, for GQA groups
 of 4 or 8. FlashAttention's own tests use exactly these sizes (seqlens (113, 203), (1023, 1024),
 (1024, 1023), 2048; head dims 32 ... 256; nheads_k 1, 2, 6 under 6+ query heads).
@@ -222,7 +222,7 @@ NORMS = (
 
 #: float64, run first where a kernel's scalars show (scale, eps): compiled Triton types a Python float
 #: argument fp32, about 3e-8 off, which float64's tolerance sees at any size (the first CUDA run's
-#: finding; ``harness.interpret.compiled_scalars`` makes the CPU interpreter round it the same way).
+#: finding; ``harness.boundary.interpret.compiled_scalars`` makes the CPU interpreter round it the same way).
 #: Small, so that the float64 reference costs nothing.
 FLOAT64_ATTENTION = (_attn(65, 130, 24, hq=2, hkv=2, dtype="float64", seed=90),)
 FLOAT64_NORMS = (_norm((3,), 96, dtype="float64", seed=91),)

@@ -2,7 +2,7 @@
 ``hypothesis_helpers``): a family's ``configs.py`` draws its seeds and dtypes from here.
 
 This module imports only torch and Hypothesis: a target's worker imports the families'
-``configs.py`` (``harness.configs.load_families``), and with them this, but never the runner.
+``configs.py`` (``harness.spec.configs.load_families``), and with them this, but never the runner.
 ``suites.kit`` re-exports these names, so a suite file needs one import.
 """
 from __future__ import annotations

@@ -38,7 +38,7 @@ settings.load_profile("harness-ci")
 # Imported once here: pytester's in-process runs restore sys.modules afterwards, so anything
 # first imported inside a run (pandas and tabulate for the conformance table, the suites)
 # would be imported again by every run.
-import harness.conformance_table  # noqa: E402,F401
+import harness.verdicts.conformance_table  # noqa: E402,F401
 import tabulate  # noqa: E402,F401  (pandas' to_markdown)
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -49,22 +49,22 @@ for _suite in sorted((_ROOT / "suites").rglob("test_*.py")):  # suites/<family>/
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "optional_libs(*modules): the test needs these optional libraries (import names of "
-        "harness.optional.LIBRARIES): skipped with the install command where one is missing, failed "
+        "harness.basics.optional.LIBRARIES): skipped with the install command where one is missing, failed "
         "instead where $HARNESS_REQUIRE_OPTIONAL (or the library's own $HARNESS_REQUIRE_*) is set (CI)")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """``@pytest.mark.optional_libs(...)`` (on the test, its class, its module's ``pytestmark`` or a
-    ``pytest.param``): README command 1 installs none of harness.optional's libraries, so a test that
+    ``pytest.param``): README command 1 installs none of harness.basics.optional's libraries, so a test that
     needs one skips there, naming the pinned install command; CI installs them all and sets
     $HARNESS_REQUIRE_OPTIONAL, where a missing one fails (a check that skips proves nothing).
     tests/test_optional_libs.py checks that every test needing one carries the mark."""
-    from harness import optional
+    from harness.basics import optional
     modules = [m for mark in item.iter_markers("optional_libs") for m in mark.args]
     unknown = sorted(set(modules) - set(optional.LIBRARIES))
     if unknown:
-        pytest.fail(f"optional_libs({', '.join(unknown)}): not in harness.optional.LIBRARIES "
+        pytest.fail(f"optional_libs({', '.join(unknown)}): not in harness.basics.optional.LIBRARIES "
                     f"({', '.join(optional.LIBRARIES)})", pytrace=False)
     for module in dict.fromkeys(modules):
         why = optional.missing(module)
@@ -81,7 +81,7 @@ def write(tmp_path):
     import sys
     import textwrap
 
-    from harness.target_import import _module_name_for_file
+    from harness.boundary.target_import import _module_name_for_file
 
     written = []
 

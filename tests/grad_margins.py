@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness import runner, tolerance
+from harness import runner
+from harness.spec import tolerance
 from harness.commands.repro import load_check
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 from harness.suites.attention.configs import AttnConfig, WindowConfig
 from harness.suites.norms.configs import NormConfig
 

@@ -115,7 +115,7 @@ HANG_LIMIT_S = 2400
 def source_target(tmp_path, name: str, source: str, isolation: str, timeout: float = 60):
     """A target loaded from ``source`` written to ``tmp_path/name.py`` (a fixture yields it and
     closes it: ``yield from source_target(...)``)."""
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     path = tmp_path / f"{name}.py"
     path.write_text(source)
     target = load_target(str(path), isolation=isolation, timeout=timeout)

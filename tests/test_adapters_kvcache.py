@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.loader import load_target
-from harness.outcome import Outcome
+from harness.boundary.loader import load_target
+from harness.verdicts.outcome import Outcome
 from harness.runner import run
 from planted_support import conformance, nodes, run_suite
 from harness.suites.kvcache import configs as kvc

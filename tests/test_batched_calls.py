@@ -8,8 +8,9 @@ import textwrap
 import pytest
 import torch
 
-from harness import runner, target_ops
-from harness.loader import load_target
+from harness import runner
+from harness.boundary import target_ops
+from harness.boundary.loader import load_target
 from tests.planted_support import source_target
 
 DRAWS = textwrap.dedent('''

@@ -14,7 +14,7 @@ from harness.bench.kv_cache import TIME_RUNS
 from harness.bench.points import NonFinite, Point, PointRunner, check_finite, is_oom
 from harness.bench.store import FIELDS, STATUSES, ResultStore, make_row, point_key, read_jsonl
 from harness.cli import main as cli_main
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 
 ENV_KEYS = ["harness_version", "git_commit", "time_utc", "hostname", "python", "torch", "cuda",
             "device_name", "driver", "cpu", "cpu_count", "peak_tflops_measured", "argv"]

@@ -15,7 +15,7 @@ from harness.bench import scaling
 from harness.bench.fit import fit_key, fits_from_rows
 from harness.bench.store import make_row, point_key, read_jsonl
 from harness.cli import main as cli_main
-from harness.runfolder import PASSES, pass_of, row_problem
+from harness.verdicts.runfolder import PASSES, pass_of, row_problem
 from tests.run_folders import NS, _row, make_run
 
 

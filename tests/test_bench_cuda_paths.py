@@ -18,7 +18,7 @@ from harness.bench.points import Point, PointRunner, is_oom
 from harness.bench.store import ResultStore, read_jsonl
 from harness.bench.timer import Timing
 from harness.cli import main as cli_main
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (a GPU and a CUDA build of torch)")
 

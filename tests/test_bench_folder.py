@@ -16,7 +16,7 @@ import pytest
 
 from harness.bench.store import FolderExists, ResultStore, read_jsonl
 from harness.cli import main as cli_main
-from harness.runfolder import FolderBusy, append_jsonl, locked_by, read_jsonl
+from harness.verdicts.runfolder import FolderBusy, append_jsonl, locked_by, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--impl", "reference", "--suite", "scaling", "--cases", "banded_window", "--sizes", "32,64",
@@ -44,7 +44,7 @@ def test_a_second_run_on_a_locked_folder_is_refused(tmp_path, capsys):
 def test_a_killed_holder_leaves_the_folder_unlocked(tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
-    code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); from harness.runfolder import FolderLock; "
+    code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); from harness.verdicts.runfolder import FolderLock; "
             f"lock = FolderLock({str(out)!r}, ['holder']); print('locked', flush=True); time.sleep(120)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -146,7 +146,7 @@ def test_a_cpu_sweep_writes_each_size_the_moment_it_settles(tmp_path, monkeypatc
     still being timed. Block costs are faked, so which size settles when is deterministic."""
     from harness.bench import Context, profiles, scaling, sweep
     from harness.bench.points import PointRunner
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
 
     cost = {32: 0.001, 64: 0.002, 128: 0.05}  # tiny profile: 128 and 64 settle in round 3, 32 in 5
     store = ResultStore(tmp_path / "run")

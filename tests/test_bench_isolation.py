@@ -21,7 +21,7 @@ from harness.bench.on_target import PointCall, point_call
 from harness.bench.scaling import _inputs
 from harness.bench.store import read_jsonl
 from harness.cli import main as cli_main
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 from harness.runner import on_target
 from tests.planted_support import HANG_LIMIT_S
 

@@ -7,7 +7,7 @@ import pytest
 
 from harness.bench.store import read_jsonl
 from harness.cli import main as cli_main
-from harness.runfolder import locked_by
+from harness.verdicts.runfolder import locked_by
 
 
 def bench(out, *extra) -> int:

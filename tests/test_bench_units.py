@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.bench.fit import FIT_POINTS, fits_from_rows
-from harness.stats import fit_loglog, t_interval, t_quantile, upper_half
+from harness.spec.stats import fit_loglog, t_interval, t_quantile, upper_half
 from harness.bench import memory
 from harness.bench.store import make_row
 from harness.bench.telemetry import Telemetry, summarize

@@ -1,4 +1,4 @@
-"""The call rules (``harness/guard.py``) hold on both sides of the pipe: a call that breaks one
+"""The call rules (``harness/boundary/guard.py``) hold on both sides of the pipe: a call that breaks one
 breaks it in the same words in this process (``--isolation none``) and in the target's worker,
 where the worker judges it with the same ``guard.Inputs``; a cache a name may write into comes back
 written, and a function that ran past the limit is not called again."""
@@ -9,7 +9,8 @@ import textwrap
 import pytest
 import torch
 
-from harness import guard, runner
+from harness import runner
+from harness.boundary import guard
 from tests.planted_support import source_target
 
 BREAKS = textwrap.dedent('''

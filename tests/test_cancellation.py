@@ -1,6 +1,6 @@
 """Correct code whose exact result cancels (is ~0, formed from large terms) passes: regression
 tests for the false alarms of issue 21, each replayed in-process at the configuration that
-failed before the tolerance's cancellation term (harness/tolerance.py, C_TERMS).
+failed before the tolerance's cancellation term (harness/spec/tolerance.py, C_TERMS).
 
 - torch's SDPA backward with one key: dk is exactly 0 in exact math, formed as P (dP - rowsum(P dP));
 - torch's ``LayerNorm((1,))``: x - mean is exactly 0, the kernel forms x rstd - mean rstd;
@@ -15,8 +15,8 @@ import pytest
 
 from harness import runner
 from harness.commands.repro import load_check
-from harness.configs import Config
-from harness.loader import load_target
+from harness.spec.configs import Config
+from harness.boundary.loader import load_target
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = str(ROOT / "tests" / "controls" / "flash_style_fp16_backward.py")

@@ -159,7 +159,7 @@ def test_one_target_has_no_section(pytester):
 def test_section_from_rows():
     """The section's logic on rows as the plug-in collects them: a failure that is a convention
     mismatch carries what the code follows, a property measured on one target is not compared."""
-    from harness import consistency
+    from harness.verdicts import consistency
     rows = [
         {"property": "sliding_window.window_extent", "target": "A", "convention": "w"},
         {"property": "sliding_window.window_extent", "target": "B", "convention": "w+1"},  # (a mismatch)
@@ -181,7 +181,7 @@ def test_section_from_rows():
 
 
 def test_convention_mismatch_carries_the_measurement():
-    from harness.conventions import ConventionMismatch, check_convention, measured_of
+    from harness.spec.conventions import ConventionMismatch, check_convention, measured_of
     with pytest.raises(ConventionMismatch) as info:
         check_convention("window_extent", "w+1", {})
     assert info.value.measured == "w+1"

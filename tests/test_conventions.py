@@ -1,4 +1,4 @@
-"""Named conventions (harness/conventions.py): check_convention's outcomes and
+"""Named conventions (harness/spec/conventions.py): check_convention's outcomes and
 messages, declarations in a module and on the command line."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import types
 
 import pytest
 
-from harness.conventions import (DECLARATION_ATTR, KNOWN, ConventionMismatch, check_convention,
+from harness.spec.conventions import (DECLARATION_ATTR, KNOWN, ConventionMismatch, check_convention,
                                  declared_conventions, parse_cli)
-from harness.in_process import InProcessBackend
-from harness.loader import Target
-from harness.target_import import describe_module
+from harness.boundary.in_process import InProcessBackend
+from harness.boundary.loader import Target
+from harness.boundary.target_import import describe_module
 
 
 def test_default_measured_gives_its_label():

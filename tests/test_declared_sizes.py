@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 from tests.planted_support import run_suite
 
 pytest_plugins = ["pytester"]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from harness import reference
-from harness import wire
+from harness.boundary import wire
 
 META = torch.device("meta")
 

@@ -1,4 +1,4 @@
-"""A failure's costly explanation (``harness.explain``) is computed for the failure that is reported,
+"""A failure's costly explanation (``harness.spec.explain``) is computed for the failure that is reported,
 not for each example Hypothesis or the boundary shrinker tries on the way: ``rope.relative``'s
 float64 replay and angle measurement tripled every shrink step of a planted RoPE (38 s for one
 failure in CI). The message reported is unchanged.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import explain
+from harness.spec import explain
 from harness.runner import PropertyFailure
 from harness.suites import boundary, regimes
 

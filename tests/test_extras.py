@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import extras
+from harness.basics import extras
 from harness.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_a_property_that_needs_a_missing_extra_is_skipped_with_its_hint(pytester
 
 
 def test_an_adapter_without_transformers_says_what_to_install(monkeypatch):
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     hide(monkeypatch, "transformers")
     monkeypatch.delitem(sys.modules, "harness.adapters.hf_mlm", raising=False)
     target = load_target("harness.adapters.hf_mlm", isolation="none")

@@ -113,7 +113,7 @@ def test_swapped_models_match_the_stock_model_before_training():
     mask-ignoring SDPA differs on a padded batch (no training needed to see it)."""
     _needs_all()
     from harness.bench import Context
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     prof = ft.PROFILES["smoke"]
 
     def ctx_of(target):

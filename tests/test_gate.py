@@ -259,7 +259,7 @@ def test_gate_exit_codes_directly(tmp_path):
 
 
 def test_a_run_being_written_is_reported_with_a_warning(tmp_path, base, capsys):
-    from harness.runfolder import FolderLock
+    from harness.verdicts.runfolder import FolderLock
     run = make_run(tmp_path, "run")
     lock = FolderLock(run, ["bench", "--out", str(run)])
     try:
@@ -274,7 +274,7 @@ def _with_backward(run, factor=1.0):
     """``run`` with a backward copy of each scaling row (``pass`` "bwd"), ``factor`` times slower."""
     import copy
 
-    from harness.runfolder import point_key
+    from harness.verdicts.runfolder import point_key
     rows = read(run)
     for r in [r for r in rows if r["suite"] == "scaling"]:
         b = copy.deepcopy(r)

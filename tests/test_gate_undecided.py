@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as cli
-from harness.gate_rule import GATE_SLOWDOWN, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION
+from harness.verdicts.gate_rule import GATE_SLOWDOWN, LEGACY_RESOLUTION_BYTES, UNDECIDED_RESOLUTION
 from harness.reports import gate
 from harness.reports.load import load_runs, point_samples, tidy
 from tests.run_folders import _row, write
@@ -243,7 +243,7 @@ def test_the_report_command_reads_the_stored_repeats(tmp_path):
 def test_a_suite_that_moves_more_between_runs_has_its_own_floor():
     """The KV-cache decode's medians moved up to +31 % net of drift between quiet runs (10 runs,
     notes/MEASUREMENTS.md): +35 % there is within its floor, the same move of a scaling point is not."""
-    from harness.gate_rule import SUITE_TIME_FLOOR, time_floor
+    from harness.verdicts.gate_rule import SUITE_TIME_FLOOR, time_floor
     assert time_floor("cpu", "kv_cache") == SUITE_TIME_FLOOR[("cpu", "kv_cache")] > time_floor("cpu", "scaling")
     assert time_floor("cuda:0", "kv_cache") == time_floor("cuda", "scaling")  # (measured on a CPU only)
 

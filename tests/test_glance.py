@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from harness import conformance_table as conformance
+from harness.verdicts import conformance_table as conformance
 
 
 def _rows():
@@ -222,7 +222,7 @@ def test_a_target_without_its_own_version_shows_its_distributions_or_its_checkou
     import shutil
     import subprocess
 
-    from harness import versions
+    from harness.basics import versions
     assert versions.label(SimpleNamespace(spec="pkg", file="/x/pkg.py", version="1.2")) == " (version 1.2)"
     reference = SimpleNamespace(spec="reference", file=str(Path(__file__).parents[1] / "reference" / "__init__.py"),
                                 version=None)

@@ -1,4 +1,4 @@
-"""Handles to a worker's objects (harness/handles.py): what crosses to the worker and what does
+"""Handles to a worker's objects (harness/boundary/handles.py): what crosses to the worker and what does
 not. A module's ``.to`` is one request (``handles.method`` / ``runner.move``), and Hypothesis's
 pretty printer, which prints every example's arguments, never asks the worker anything (it used
 to ask each handle for ``_repr_pretty_``: 1 in 10 requests of a conformance run)."""
@@ -10,7 +10,8 @@ import pytest
 import torch
 from hypothesis.vendor.pretty import pretty
 
-from harness import guard, handles, runner
+from harness import runner
+from harness.boundary import guard, handles
 from tests.planted_support import source_target
 
 SOURCE = textwrap.dedent('''

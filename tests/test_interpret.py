@@ -1,4 +1,4 @@
-"""Triton targets on a CPU (``harness.interpret``): the profile fitted to the kernel's tiles, the
+"""Triton targets on a CPU (``harness.boundary.interpret``): the profile fitted to the kernel's tiles, the
 detection of an interpreted target, and the one-line load error without triton. Fast: the
 targets here are tiny files; ``test_planted_triton.py`` runs real kernels under the interpreter."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ import os
 import pytest
 import torch
 
-import harness.configs as configs
-from harness import interpret
+import harness.spec.configs as configs
+from harness.boundary import interpret
 from harness.suites import regimes
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 
 configs.load_families()
 
@@ -104,7 +104,7 @@ def test_an_interpreted_kernel_gets_a_float_argument_as_fp32_as_compiled_code_do
     path = tmp_path / "scaled.py"
     path.write_text(SCALED)
     probe = ("import sys, torch\n"
-             "from harness.target_import import import_and_describe\n"
+             "from harness.boundary.target_import import import_and_describe\n"
              "module, info = import_and_describe(sys.argv[1], 'force')\n"
              "x = torch.ones(16, dtype=torch.float64)\n"
              "print(info.interpreted, repr(float(module.scaled(x, 0.1)[0])))\n")
@@ -119,7 +119,7 @@ def test_an_interpreted_kernel_gets_a_float_argument_as_fp32_as_compiled_code_do
 def test_fit_fits_each_call_of_a_history():
     """A history (``history.<name>``) holds its calls as JSON: each is fitted as a single call is,
     so an interpreted kernel's history property gets the same small lengths as its own family."""
-    from harness.configs import HistoryConfig
+    from harness.spec.configs import HistoryConfig
     calls = (*regimes.AGREEMENT[:3], *regimes.GQA[:1])
     history = HistoryConfig(name="scaled_dot_product_attention", calls=tuple(c.to_json() for c in calls))
     fitted = interpret.fit(history, (64,))
@@ -177,11 +177,11 @@ def test_compiled_triton_gets_a_first_call_compile_allowance(monkeypatch, tmp_pa
     """On a GPU each new configuration of a Triton kernel is JIT-compiled on its first call: the
     first H200 run saw first calls past the 20 s limit. A compiled Triton target gets
     JIT_TIMEOUT_FACTOR x the limit, an interpreted one TIMEOUT_FACTOR x, anything else 1 x."""
-    from harness.target_import import TargetInfo
+    from harness.boundary.target_import import TargetInfo
     import triton  # noqa: F401  (a target's import brings it in)
     path = tmp_path / "kernels.py"
     path.write_text("import triton\n")
-    from harness.target_import import import_spec
+    from harness.boundary.target_import import import_spec
     module = import_spec(str(path))
     monkeypatch.delenv(interpret.ENV, raising=False)
     assert interpret.jit_compiled(module)

@@ -1,6 +1,6 @@
 """Triton's interpreter where it computes wrong (issue 42): the exact fixes the harness puts into it
-(``harness.interpreter_fixes``) and the probe that decides which dtypes an interpreted target can
-be checked in (``harness.interpreter_probe``).
+(``harness.boundary.interpreter_fixes``) and the probe that decides which dtypes an interpreted target can
+be checked in (``harness.boundary.interpreter_probe``).
 
 The kernels run in a subprocess that imports triton with ``TRITON_INTERPRET=1`` (as an interpreted
 target's worker does: in a process that imported triton without it, ``tl.sum`` is compiled code),
@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness import interpret, interpreter_fixes, interpreter_probe
-from harness.interpreter_fixes import bf16_to_f32, f32_to_bf16, f64_to_bf16
+from harness.boundary import interpret, interpreter_fixes, interpreter_probe
+from harness.boundary.interpreter_fixes import bf16_to_f32, f32_to_bf16, f64_to_bf16
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_TRITON = pytest.mark.optional_libs("triton")
@@ -145,8 +145,8 @@ def test_the_fixes_can_be_turned_off(monkeypatch):
 
 
 def test_an_interpreter_gap_is_unsupported_and_anything_else_is_not():
-    from harness.guard import ImplementationError
-    from harness.isolation import TargetRaised
+    from harness.boundary.guard import ImplementationError
+    from harness.boundary.isolation import TargetRaised
 
     def failure(cause):
         exc = ImplementationError("the target raised")
@@ -175,7 +175,7 @@ from triton.language.extra import libdevice
 from triton.language.extra.libdevice import rsqrt as rsqrt_by_name
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 from harness import interpret, interpreter_fixes, interpreter_probe
-from harness.guard import ImplementationError
+from harness.boundary.guard import ImplementationError
 
 FIXES = interpreter_fixes.apply() if os.environ.get("FIXES") == "on" else ()
 
@@ -408,7 +408,7 @@ def test_libdevice_runs_under_the_interpreter_in_each_form_and_an_unlisted_funct
 LOAD = r'''
 import json
 from harness import interpret
-from harness.loader import load_target
+from harness.boundary.loader import load_target
 from harness.suites.norms.configs import NormConfig
 cfg = NormConfig(lead=(2,), normalized_shape=(8,), dtype="bfloat16", eps=1e-5, affine=False, log2_scale=0, seed=0)
 target = load_target("reference.triton.norms", isolation="process", timeout=60)

@@ -1,4 +1,4 @@
-"""Target isolation (harness/isolation.py, harness/worker.py): each target runs in its own
+"""Target isolation (harness/boundary/isolation.py, harness/boundary/worker.py): each target runs in its own
 worker process, so a crash, a hang, a global patch or a flood of output in it fails *its*
 properties with a message naming the cause, and cannot reach the harness, the reference
 computations or another target in the same session.
@@ -91,7 +91,7 @@ def test_a_patched_torch_sdpa_does_not_reach_the_torch_target(pytester):
 
 
 def test_a_patch_of_the_harness_own_comparison_changes_nothing(pytester):
-    """It patched harness.tolerance in its own process; the comparison runs in the harness's."""
+    """It patched harness.spec.tolerance in its own process; the comparison runs in the harness's."""
     target = planted("patches_harness.py")
     result = run_suites(pytester, [target, "reference"])
     counts = outcomes_by_target(result)
@@ -184,10 +184,10 @@ def test_a_build_runs_under_the_import_limit_and_a_call_under_the_per_call_one()
     """A slow BUILD (``target_ops.seeded``: a model constructed on the worker, which may import its
     libraries first) gets ``--import-timeout``; the same wait in a plain call past ``--impl-timeout``
     is a hang (under load 12, BERT-base's first build took over the 20 s per-call limit)."""
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     from harness.runner import on_target
-    from harness.guard import ImplementationError
-    from harness.target_ops import seeded
+    from harness.boundary.guard import ImplementationError
+    from harness.boundary.target_ops import seeded
     target = load_target(str(PLANTED / "slow_build.py"), isolation="process", timeout=1, import_timeout=60)
     try:
         model = on_target(target, seeded, 0, target.lookup("build_model"))
@@ -202,7 +202,7 @@ def test_the_spin_sees_a_waiting_message_and_gives_up_without_one():
     """``wire.spin``: both ends watch the pipe for a few ms before they sleep (a wake-up costs
     more than most calls take); it must say whether a message came, and end when none does."""
     import multiprocessing as mp
-    from harness import wire
+    from harness.boundary import wire
     here, there = mp.Pipe()
     try:
         assert wire.spin(here, 0.002) is False
@@ -220,7 +220,7 @@ def test_work_on_the_target_counts_as_the_targets_time(isolation):
     """``on_target`` work (harness code run next to the target's objects: in its worker when isolated)
     is the target's time in the per-property timing, isolated as in-process (issue 46: the isolated
     run's "harness" share hid it)."""
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     from harness.runner import on_target
     target = load_target("reference", isolation=isolation, timeout=20)
     try:

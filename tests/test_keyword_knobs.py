@@ -16,7 +16,7 @@ SCANNED = ("harness", "suites", "reports", "scripts")
 PROTOCOL = ("harness/adapters/", "harness/bench/models/banded.py")
 #: path::function -> why its knobs stay positional
 EXCEPTIONS = {
-    "harness/target_ops.py::backward": "run through on_target: the worker calls it with the caller's positional args",
+    "harness/boundary/target_ops.py::backward": "run through on_target: the worker calls it with the caller's positional args",
     "harness/bench/on_target.py::point_call": "run through Context.on_target, as backward",
     # (harness/runner.py is another branch's work in progress, call batching: `measured` follows later)
     "harness/runner.py::__init__": "PropertyFailure(..., measured): runner.run passes it positionally today",

@@ -1,5 +1,5 @@
-"""Loading targets (harness/loader.py) and the protocol's signature check
-(harness/protocol.py): file vs module, errors captured not raised, lookup's
+"""Loading targets (harness/boundary/loader.py) and the protocol's signature check
+(harness/spec/protocol.py): file vs module, errors captured not raised, lookup's
 Missing / BrokenTarget, signature_problem."""
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 import pytest
 import torch
 
-from harness import protocol
-from harness.loader import Target, load_target
-from harness.target_import import BrokenTarget, Missing, _module_name_for_file, describe
-from harness.protocol import signature_problem
+from harness.spec import protocol
+from harness.boundary.loader import Target, load_target
+from harness.boundary.target_import import BrokenTarget, Missing, _module_name_for_file, describe
+from harness.spec.protocol import signature_problem
 
 SDPA = "scaled_dot_product_attention"
 GOOD = '''
@@ -303,7 +303,7 @@ def test_a_kept_handle_is_not_used_after_its_worker_died(write, isolated):
     assert fresh is not first and fresh._ref.generation == first._ref.generation + 1
     x = torch.arange(6.0).reshape(1, 1, 2, 3)
     assert torch.equal(fresh(x, x, x), 2 * x)
-    from harness import target_ops
+    from harness.boundary import target_ops
     assert torch.equal(target.backend.apply(target_ops.call_each, (fresh, [(x, x, x)], {}), {}, "x")[0], 2 * x)
 
 
@@ -320,7 +320,7 @@ def test_isolated_load_error_names_cause_and_line(write, isolated):
     target = isolated(path)
     assert target.load_error.startswith("ValueError: bad at import")
     assert f'{path}", line 3' in target.load_error
-    assert "harness/worker.py" not in target.load_error and "importlib" not in target.load_error
+    assert "harness/boundary/worker.py" not in target.load_error and "importlib" not in target.load_error
 
 
 def test_module_getattr_that_raises_breaks_that_name_only(write):
@@ -362,7 +362,7 @@ def test_good_declarations_are_read(write):
 def test_a_file_target_gets_its_own_sibling_module_not_another_folder_s(tmp_path):
     """Two kernel folders, each with a ``_base.py`` its target imports from its own folder: loaded
     in one process, each gets its own (the second used to get the first folder's cached module)."""
-    from harness.target_import import import_spec
+    from harness.boundary.target_import import import_spec
     for name, value in (("a", 1), ("b", 2)):
         folder = tmp_path / name
         folder.mkdir()

@@ -1,4 +1,4 @@
-"""One reading of each tensor the suites inspect in a target's module (harness/module_tensors.py).
+"""One reading of each tensor the suites inspect in a target's module (harness/boundary/module_tensors.py).
 
 A ``LearnedPositionEmbedding`` that keeps its table as ``self.table = nn.Embedding(...)`` used to
 pass ``learned_positions.lookup`` (which wrote "its one parameter of that shape") and fail
@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from harness import module_tensors
+from harness.boundary import module_tensors
 from tests.planted_support import run_suite
 
 TABLE_AS_EMBEDDING = '''

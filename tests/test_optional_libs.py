@@ -1,7 +1,7 @@
 """README command 2 passes in exactly what command 1 installs (issue 41).
 
 Command 1 (torch, ``pip install -e ".[test]"``, the fine-tune's data) installs none of the optional
-libraries of ``harness.optional.LIBRARIES`` (x-transformers, torchtune, rotary-embedding-torch,
+libraries of ``harness.basics.optional.LIBRARIES`` (x-transformers, torchtune, rotary-embedding-torch,
 einops, triton, liger-kernel), which CI adds (``.ci/setup.sh``). A self-test that needs one carries
 ``@pytest.mark.optional_libs(...)`` (on the test, in a ``pytest.param``'s marks, or in its module's
 ``pytestmark``): tests/conftest.py skips it with the pinned install command where one is missing,
@@ -40,7 +40,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import controls, optional
+from harness import controls
+from harness.basics import optional
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -452,7 +453,7 @@ def test_every_test_that_needs_an_optional_library_is_marked():
 
 
 def test_marks_name_libraries_of_the_table():
-    """Every ``optional_libs`` mark names a key of harness.optional.LIBRARIES (the hook fails an
+    """Every ``optional_libs`` mark names a key of harness.basics.optional.LIBRARIES (the hook fails an
     unknown one too, but only when the test runs)."""
     unknown = {}
     for name, module in Scan.of_tests().files.items():
@@ -605,7 +606,7 @@ def test_the_table_pins_cis_versions_and_no_deps():
     added = ci_installs - command1
     listed = {_norm(lib.package or lib.module) for lib in optional.LIBRARIES.values()}
     assert added <= listed, f"CI installs {sorted(added - listed)}, " \
-                                              "which harness.optional.LIBRARIES does not list"
+                                              "which harness.basics.optional.LIBRARIES does not list"
 
 
 def test_ci_requires_them():
@@ -652,7 +653,7 @@ def test_the_mark_skips_with_the_install_command_or_fails_when_required(pytester
     result.assert_outcomes(passed=2, skipped=2, errors=1)  # (failed in setup: an error)
     out = result.stdout.str()
     assert "optional library absent_lib is not installed: pip install absent-lib==1.0" in out, out
-    assert "not_in_the_table" in out and "not in harness.optional.LIBRARIES" in out
+    assert "not_in_the_table" in out and "not in harness.basics.optional.LIBRARIES" in out
     monkeypatch.setenv(optional.REQUIRE_ALL, "1")
     result = pytester.runpytest("-rsf", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, errors=3)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness.protocol import RECORDS
+from harness.spec.protocol import RECORDS
 from harness.suites import pairwise
 
 RECORD = {r.name: r for r in RECORDS}
@@ -33,7 +33,7 @@ def test_every_pair_of_values_meets_in_a_row(opts, prop):
 @pytest.mark.parametrize("opts,prop", OPTIONS, ids=IDS)
 def test_the_rows_build_distinct_configurations_that_round_trip(opts, prop):
     """Each row is a configuration a repro line replays (JSON round trip), none twice."""
-    from harness.configs import Config
+    from harness.spec.configs import Config
     built = [opts.build(r) for r in pairwise.covering_rows(opts)]
     assert len(set(built)) == len(built)
     assert all(Config.from_json(c.to_json()) == c for c in built)

@@ -1,4 +1,4 @@
-"""Calls read later (harness/pending.py, ``runner.submit``): in a worker the target computes while
+"""Calls read later (harness/boundary/pending.py, ``runner.submit``): in a worker the target computes while
 the harness computes its reference, and a property reads the same result, the same errors and
 the same call-rule verdicts as when it waits (in-process the call has already run). No timing
 is asserted: that the call runs before ``result()`` is shown by what it writes."""
@@ -10,8 +10,9 @@ import time
 import pytest
 import torch
 
-from harness import guard, runner
-from harness.pending import Pending, resolved
+from harness import runner
+from harness.boundary import guard
+from harness.boundary.pending import Pending, resolved
 from tests.planted_support import source_target
 
 SOURCE = textwrap.dedent('''
@@ -122,7 +123,7 @@ def test_a_call_in_flight_when_the_worker_is_stopped_says_so(tmp_path):
 def test_a_submitted_call_that_writes_into_its_arguments_shows_the_writes_at_result(isolation):
     """``attention_with_kvcache`` writes the new keys into the caller's cache (``guard.MUTABLE``):
     from a worker the writes are copied back when the result is read, as in-process."""
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     target = load_target("reference", isolation=isolation)
     try:
         q = torch.randn(1, 2, 1, 4)

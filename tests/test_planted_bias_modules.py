@@ -67,8 +67,8 @@ def test_device_change_moves_the_module(monkeypatch):
     from hypothesis.stateful import run_state_machine_as_test
 
     from harness import reference
-    from harness.loader import load_target
-    from harness.outcome import Outcome
+    from harness.boundary.loader import load_target
+    from harness.verdicts.outcome import Outcome
     from harness.suites.positions import module_calls
     from harness.suites.positions import test_t5_bias_module as suite
 

@@ -71,7 +71,7 @@ def test_bottom_right_nan_rows_pass_gradcheck_with_l_greater_than_s():
     the correct bottom-right kernel's NaN rows for queries that see no key are no false alarm."""
     import torch
 
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     from harness.suites.attention.test_attention_grad import CAUSAL_L_GT_S as cfg
     from harness.suites.attention.test_attention_grad import check_gradcheck
     assert cfg.L > cfg.S and int(torch.randint(4, (1,), generator=cfg.generator(6))) == 1  # is_causal

@@ -90,7 +90,7 @@ def test_correct_targets_pass_everything(pytester, tmp_path, suite):
 def test_caches_written_by_the_target_come_back(isolation):
     """In the worker or here, the cache arguments are written where the caller sees them, and
     only they: the query, the new keys and cache_seqlens come back unmodified."""
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     from harness.runner import impl
     target = load_target("reference", isolation=isolation, timeout=60)
     try:

@@ -84,8 +84,8 @@ def test_device_change_moves_the_module(monkeypatch):
     moved, the calls after the move go to the new device, and the reference still passes."""
     import harness.reference.rope
     from harness import reference
-    from harness.loader import load_target
-    from harness.outcome import Outcome
+    from harness.boundary.loader import load_target
+    from harness.verdicts.outcome import Outcome
     from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
     from harness.suites.positions import test_rope_module as suite

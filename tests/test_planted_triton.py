@@ -1,5 +1,5 @@
 """Triton kernels under Triton's interpreter: each planted Triton bug is caught on a CPU by the
-property named, in both tiers of the interpreter profile (``harness.interpret``). In CI, the smoke
+property named, in both tiers of the interpreter profile (``harness.boundary.interpret``). In CI, the smoke
 tier, on which CI also runs the correct kernels (``reference/triton/``) through every applicable
 suite (``tests/test_triton_suites.py``): so each catching property passes the correct kernel on the
 configuration that catches the bug. Opt-in (``$HARNESS_TRITON_SUITES=1``, ``triton_tiers``): the

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harness.scope import is_harness_session
+from harness.basics.scope import is_harness_session
 
 pytest_plugins = ["pytester"]
 
@@ -59,7 +59,7 @@ def test_a_harness_session_gets_its_profile_and_one_thread(pytester, monkeypatch
     ("elsewhere", ["suites"], False), ("elsewhere", ["suites/attention/test_attention.py"], False),
 ])
 def test_is_harness_session_by_path(monkeypatch, tmp_path, cwd, args, expected):
-    from harness import layout
+    from harness.basics import layout
     monkeypatch.chdir(layout.CHECKOUT if cwd == "root" else tmp_path)
     monkeypatch.delenv("HARNESS_IMPL", raising=False)
 

@@ -27,14 +27,14 @@ def test_properties_page_is_what_the_generator_writes():
 @pytest.mark.parametrize("page", [p.name for p in gen.BLOCK_PAGES])
 def test_generated_blocks_are_what_the_generator_writes(page):
     """docs/protocol.md's table of names, docs/running.md's list of what is compared (both from the
-    records in harness/protocol.py) and docs/suites.md's covering sets are the generator's."""
+    records in harness/spec/protocol.py) and docs/suites.md's covering sets are the generator's."""
     path = next(p for p in gen.BLOCK_PAGES if p.name == page)
     assert path.read_text() == gen.fill(path.read_text()), f"docs/{page} is stale: run {gen.COMMAND}"
 
 
 def test_a_record_changes_the_protocol_table(monkeypatch):
     """The table is the records': a contract edited in a record is the row's second column."""
-    from harness import protocol
+    from harness.spec import protocol
     edited = dataclasses.replace(protocol.RECORDS[0], contract="an edited | contract")
     monkeypatch.setattr(protocol, "RECORDS", (edited, *protocol.RECORDS[1:]))
     table = gen.protocol_table()

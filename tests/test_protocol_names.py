@@ -1,4 +1,4 @@
-"""Protocol names are the names a target provides, not the ones it imports (harness/provided.py).
+"""Protocol names are the names a target provides, not the ones it imports (harness/boundary/provided.py).
 
 A user's file that builds its ``apply_rotary_embedding`` on a library's ``RotaryEmbedding`` gets
 that function tested and the library class ignored (named in the report header); listed in
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import protocol
+from harness.spec import protocol
 from harness.adapters.releases import release_dir
-from harness.loader import load_target
-from harness.target_import import Missing
+from harness.boundary.loader import load_target
+from harness.boundary.target_import import Missing
 from tests.planted_support import release_target, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Every protocol name has every part its record (``harness/protocol.py``) promises (issue 23).
+"""Every protocol name has every part its record (``harness/spec/protocol.py``) promises (issue 23).
 
 A name is one record: family, signature, reference, ``writes``/``new_memory``, features and how the
 consistency section compares it. This test fails when a name lacks any other part:
@@ -30,8 +30,9 @@ from pathlib import Path
 import pytest
 
 from harness import reference
-from harness import declarations, guard, protocol
-from harness.protocol import Name, params_of
+from harness.spec import declarations, protocol
+from harness.boundary import guard
+from harness.spec.protocol import Name, params_of
 
 import planted_index
 
@@ -170,7 +171,7 @@ def test_name_has_every_part(name):
 @pytest.mark.parametrize("page", list(doc_pages()))
 def test_documented_signatures_are_the_records(page):
     bad = drifted(doc_pages()[page])
-    assert not bad, f"{page} documents signatures that differ from harness/protocol.py:\n  " + "\n  ".join(bad)
+    assert not bad, f"{page} documents signatures that differ from harness/spec/protocol.py:\n  " + "\n  ".join(bad)
 
 
 def test_reference_exports_exactly_the_records():
@@ -222,7 +223,7 @@ def test_the_tables_are_derived_from_the_records():
     assert guard.MUTABLE is protocol.MUTABLE and guard.NO_ALIAS is protocol.NO_ALIAS
     common = set(declarations.FEATURES) - set(protocol.FEATURES)
     assert common == {"autocast", "backward", *declarations.DTYPE_NAMES}, \
-        f"{common}: a feature of one protocol name belongs in its record (harness/protocol.py, features=)"
+        f"{common}: a feature of one protocol name belongs in its record (harness/spec/protocol.py, features=)"
     assert all(declarations.FEATURES[f] == what for f, what in protocol.FEATURES.items())
 
 
@@ -278,9 +279,9 @@ def test_params_of(signature, params):
 
 def test_the_engine_names_no_protocol_name():
     """The five hand edits of a name (notes/ARCHITECTURE.md) stay five: outside its record, no module of the
-    engine (``harness/*.py``, ``harness/commands/``) writes a protocol name as a string (a per-name table:
+    engine (``harness/`` but its adapters and benchmarks) writes a protocol name as a string (a per-name table:
     ``guard.MUTABLE``, ``declarations.FEATURES`` and ``module_tensors.RULES`` were, and are now derived)."""
-    sources = [*(ROOT / "harness").glob("*.py"), *(ROOT / "harness" / "commands").glob("*.py")]
+    sources = [p for p in (ROOT / "harness").rglob("*.py") if p.parent.name not in ("adapters", "bench", "models")]
     named = {str(p.relative_to(ROOT)): [n for n in protocol.NAMES if re.search(rf"""["']{n}["']""", p.read_text())]
              for p in sources if p.name not in ("protocol.py", "name_record.py")}
     assert {p: n for p, n in named.items() if n} == {}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import protocol
-from harness.conventions import KNOWN
+from harness.spec import protocol
+from harness.spec.conventions import KNOWN
 from harness.runner import property_name
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import gate_rule
+from harness.verdicts import gate_rule
 from harness.cli import main as cli
 from harness.reports import decide, gate, tables
 from harness.reports.load import InputError, load_runs, tidy
@@ -70,7 +70,7 @@ def test_plots_created(tmp_path):
 def test_plotted_exponent_is_the_stored_one(tmp_path):
     """The plot's legend exponent equals fits.json's: read from it, or fitted over the same sizes."""
     from harness.bench.fit import fits_from_rows
-    from harness.stats import fit_loglog
+    from harness.spec.stats import fit_loglog
     from harness.reports import plots
     from tests.run_folders import read
     run = make_run(tmp_path, "a", jitter={256: 8.0, 512: 2.0})  # overheads bend the small sizes

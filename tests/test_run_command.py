@@ -153,8 +153,9 @@ def test_tiny_main_job_end_to_end(tmp_path):
 
 
 def test_shared_options_have_one_default():
-    """--impl, --isolation and the timeouts come from harness.options in every command."""
-    from harness import guard, isolation, options
+    """--impl, --isolation and the timeouts come from harness.basics.options in every command."""
+    from harness.basics import options
+    from harness.boundary import guard, isolation
     from harness.cli import build_parser
     assert guard.DEFAULT_TIMEOUT == options.CALL_TIMEOUT_S
     assert isolation.DEFAULT_IMPORT_TIMEOUT == options.IMPORT_TIMEOUT_S and options.DEFAULT_TARGET == "reference"

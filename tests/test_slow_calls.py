@@ -1,4 +1,4 @@
-"""A busy machine must not turn slowness into failures (issue 42; harness/progress.py): a call past
+"""A busy machine must not turn slowness into failures (issue 42; harness/boundary/progress.py): a call past
 its per-call limit is judged by the CPU time it consumes. One that keeps computing is SLOW (passed,
 reported), up to a ceiling of CPU time; one that does not compute (a sleep, a deadlock) HANGS and
 ends at the limit, as always; a name's first call in a worker that imports modules gets the
@@ -21,7 +21,8 @@ import time
 import pytest
 import torch
 
-from harness import guard, progress, runner
+from harness import runner
+from harness.boundary import guard, progress
 from tests.planted_support import source_target
 
 LIMIT = 0.5
@@ -227,7 +228,7 @@ def test_a_first_call_that_imports_a_slow_library_gets_the_import_allowance(tmp_
 
 def test_a_first_call_whose_import_never_ends_ends_at_the_import_allowance(tmp_path):
     (tmp_path / "endless_library.py").write_text(SLOW_IMPORT.format(seconds=None))
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     (tmp_path / "slow_target.py").write_text(SOURCE)
     tgt = load_target(str(tmp_path / "slow_target.py"), isolation="process", timeout=LIMIT, import_timeout=4)
     try:

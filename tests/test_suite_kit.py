@@ -50,11 +50,11 @@ def test_no_suite_file_takes_a_private_name_from_another_module():
 
 
 def test_the_scan_sees_each_kind_of_private_use():
-    source = ("from __future__ import annotations\nfrom harness.configs import _SEED, Config\n"
+    source = ("from __future__ import annotations\nfrom harness.spec.configs import _SEED, Config\n"
               "from suites import _grad\nimport suites._magnitudes\nfrom suites.norms import helpers as h\n"
               "x = h._private(1)\ny = h.public(2)\nz = self._own\n")
     uses = private_uses(source)
-    assert uses == ["line 2: from harness.configs import _SEED", "line 3: from suites import _grad",
+    assert uses == ["line 2: from harness.spec.configs import _SEED", "line 3: from suites import _grad",
                     "line 4: import suites._magnitudes (a private module)", "line 6: h._private"], uses
 
 

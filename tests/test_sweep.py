@@ -21,7 +21,8 @@ from types import SimpleNamespace
 import pytest
 
 import harness.commands.sweep as sweep_command
-from harness import controls, sweep_table
+from harness import controls
+from harness.verdicts import sweep_table
 from harness.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]

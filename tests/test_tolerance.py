@@ -1,4 +1,4 @@
-"""The tolerance policy (harness/tolerance.py): allowed = K * naive error + floor,
+"""The tolerance policy (harness/spec/tolerance.py): allowed = K * naive error + floor,
 NaN/inf never pass where the reference is finite, non-finite reference entries must
 be matched exactly."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from harness import tolerance
-from harness.tolerance import FLOOR, K, assert_close, compare, floor_for
+from harness.spec import tolerance
+from harness.spec.tolerance import FLOOR, K, assert_close, compare, floor_for
 
 F64 = torch.float64
 

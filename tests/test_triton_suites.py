@@ -2,13 +2,13 @@
 interpreter (issue 22): each kernel module is run as a user's Triton file is, ``--impl MODULE`` on a
 CPU device with no flag (the worker sets ``TRITON_INTERPRET=1``), over the whole ``suites/`` folder
 (as ``harness check`` runs it: the benchmarks left out), on the derandomized ci profile fitted to the
-interpreter (``harness.interpret``). A suite applies when the module provides its protocol names;
+interpreter (``harness.boundary.interpret``). A suite applies when the module provides its protocol names;
 the others' cells are "skipped (... has no attribute ...)". Asserted: no property fails or errs,
 every property that passed checked at least one configuration (``CheckedCounts``), every applicable
 family has such a property, and every cell that did not run says why in words this test knows (not
 provided, declared unsupported, needs a second target).
 
-Two tiers (``harness.interpret``'s ``$HARNESS_INTERPRET_TIER``):
+Two tiers (``harness.boundary.interpret``'s ``$HARNESS_INTERPRET_TIER``):
 
 - **smoke, in CI (the default)**: every property checks ONE configuration, its first explicit
   tile-boundary example, on the kernel's own boundary lengths (up to ``2T + 1``: an online softmax
@@ -35,8 +35,8 @@ from planted_support import SUITES, run_suite
 
 from triton_tiers import opted_in, use_tier
 
-from harness import sweep_table
-from harness.interpret import HEADER
+from harness.verdicts import sweep_table
+from harness.boundary.interpret import HEADER
 
 #: the deeper tier is opt-in ($HARNESS_TRITON_SUITES=1): 25 min with -n 2 at load 10
 TIER = "full" if opted_in() else "smoke"

@@ -8,7 +8,7 @@ bounds (this part needs no GPU: it is the host-side arithmetic the compiled laun
 the kernels are run under Triton's interpreter at wide heads, where the small tiles are picked
 and must still agree with torch's SDPA over several blocks.
 
-Why ``HARNESS_TILES`` stays ``(64,)`` though 16 and 32 are used too: ``harness.interpret.fit``
+Why ``HARNESS_TILES`` stays ``(64,)`` though 16 and 32 are used too: ``harness.boundary.interpret.fit``
 maps each long regime length to the class of one declared tile, cycling through them
 (``shrink``: tile ``tiles[(value // 64) % len(tiles)]``). With (16, 32, 64), 257 -> 65, 1023 -> 31,
 203 -> 25, 1025 -> 65: lengths inside one or two blocks of the 64-row tiles that every head dim up
@@ -29,7 +29,8 @@ import sys
 import pytest
 import torch
 
-from harness import interpret, optional
+from harness.basics import optional
+from harness.boundary import interpret
 
 #: without triton every test skips with the install command, or fails under $HARNESS_REQUIRE_TRITON
 pytestmark = pytest.mark.optional_libs("triton")

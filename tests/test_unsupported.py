@@ -70,7 +70,7 @@ def test_an_undeclared_not_implemented_error_is_unsupported_not_a_pass(pytester,
     ('HARNESS_UNSUPPORTED = {"flash"}', "unknown feature(s) ['flash']"),
 ])
 def test_a_broken_unsupported_declaration_does_not_load(tmp_path, declaration, message):
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
     target = load_target(str(_kernel(tmp_path, "broken", declaration)))
     assert target.load_error and message in target.load_error, target.load_error
 
@@ -130,7 +130,7 @@ def test_passed_over_configs_are_counted_in_the_cell_and_the_summary(pytester, t
 
 
 def test_a_partly_supported_property_is_counted_partial_in_the_summary_line():
-    from harness.conformance_table import summary_lines
+    from harness.verdicts.conformance_table import summary_lines
     rows = [{"property": "attention.scale", "target": "k", "when": "call", "outcome": "passed", "label": None,
              "reason": "", "unsupported": "3 of 33 configs unsupported (NotImplementedError)"},
             {"property": "attention.gqa", "target": "k", "when": "call", "outcome": "passed", "label": None,

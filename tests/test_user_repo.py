@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import layout, xfails
+from harness.basics import layout
+from harness.verdicts import xfails
 from harness.cli import main as cli
 from planted_support import ROOT, run_suite
 

@@ -1,4 +1,4 @@
-"""One verdict record (issue 45, item 1): a cell's kind is decided in ``harness.verdict.decide`` from
+"""One verdict record (issue 45, item 1): a cell's kind is decided in ``harness.verdicts.verdict.decide`` from
 the data the plug-in recorded (the outcome, the phase, the label, the skip's kind as its exception
 type), and read nowhere else from text; ``legacy_kind`` reads the fixed spellings of files written
 before kinds were recorded, and is the only reader of them."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import verdict
+from harness.verdicts import verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +50,8 @@ def test_legacy_rows_and_cells_still_read():
 
 
 def test_no_other_module_reads_a_kind_out_of_result_text():
-    """``git grep``'s check: the fixed spellings of cells are read in harness/verdict.py only."""
-    # (a label "convention:<value>" is harness.conventions' own format, read back by its measured_of)
+    """``git grep``'s check: the fixed spellings of cells are read in harness/verdicts/verdict.py only."""
+    # (a label "convention:<value>" is harness.spec.conventions' own format, read back by its measured_of)
     pattern = re.compile(r"""startswith\(\s*(f?["'](unsupported \(|skipped)|f"\{runner\.UNSUPPORTED)""")
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "harness").rglob("*.py")
                  if p.name != "verdict.py" and pattern.search(p.read_text())]
@@ -63,7 +63,7 @@ def test_the_report_carries_one_row_with_its_verdict(pytester):
     value (``harness_row``, JSON); the results sink only collects it, the table only reads it."""
     import json
     from planted_support import run_suite
-    from harness.session_rows import ROW_KEY
+    from harness.verdicts.session_rows import ROW_KEY
     seen = []
 
     class Spy:

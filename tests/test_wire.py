@@ -1,4 +1,4 @@
-"""``harness.wire``: what crosses to a target's worker arrives as the same tensors (layout, dtype,
+"""``harness.boundary.wire``: what crosses to a target's worker arrives as the same tensors (layout, dtype,
 requires_grad, Parameter-ness), generators as their states, and large storages out of band (not
 inside the pickle stream: before, tensors of 1 MiB and more went through torch's storage
 pickling, ~150 MB/s, one copy of 17 MB per MLM call)."""
@@ -10,7 +10,7 @@ import threading
 import pytest
 import torch
 
-from harness import wire
+from harness.boundary import wire
 
 
 def _through_socket(obj):
@@ -121,7 +121,7 @@ def test_a_view_of_another_dtypes_storage_whose_bytes_do_not_divide(n):
 
 # -- a worker's reply: plain data by value, checked inside pickle's own walk -----------------
 def _server():
-    from harness.worker import TargetServer
+    from harness.boundary.worker import TargetServer
     server = TargetServer.__new__(TargetServer)  # (no pipe, no output capture: only its objects)
     server.objects, server.next_oid, server.generation = {}, 1, 1
     return server

@@ -9,7 +9,8 @@ import textwrap
 import pytest
 import torch
 
-from harness import guard, runner
+from harness import runner
+from harness.boundary import guard
 from tests.planted_support import source_target
 
 NOISY = textwrap.dedent('''

@@ -1,4 +1,4 @@
-"""The tiers of the Triton self-tests (``harness.interpret``'s ``$HARNESS_INTERPRET_TIER``): the
+"""The tiers of the Triton self-tests (``harness.boundary.interpret``'s ``$HARNESS_INTERPRET_TIER``): the
 smoke tier runs in CI (the README's test command); the full tier's long runs are opt-in
 (``$HARNESS_TRITON_SUITES=1``), their measured times in notes/MEASUREMENTS.md ("Triton suites in CI")."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from harness.interpret import CHECKS_ENV, TIER_ENV
+from harness.boundary.interpret import CHECKS_ENV, TIER_ENV
 
 OPT_IN = "HARNESS_TRITON_SUITES"
 TIERS = ("smoke", "full")

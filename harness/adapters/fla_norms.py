@@ -7,7 +7,7 @@ Its modules as its models build them (``hidden_size``, ``elementwise_affine``, `
 on x alone (no fused residual). On a CPU the kernels run under Triton's interpreter; they are
 ``@triton.autotune``d, which stopped them before their first run on a machine without a GPU driver
 ("0 active drivers": the autotuner times its configs on the device), a limit of the CPU's that the
-harness's interpreter fixes lift (``harness.interpreter_fixes``: the first config is kept).
+harness's interpreter fixes lift (``harness.boundary.interpreter_fixes``: the first config is kept).
 
 The adapter's own lines: the protocol's constructors (``harness.adapters.last_dim_norm``; LayerNorm built with ``bias=True``,
 as the protocol's LayerNorm has one, fla's default being none; RMSNorm's ``eps=None`` is fla's

@@ -14,7 +14,7 @@ and the stateful ``RotaryEmbedding``.
   kernel reads row t for token t), one call per batch row for per-batch positions.
 
 Rotate-half pairing (``interleaved=False``, fla's default): the named ``rope_layout: rotate_half``.
-On a CPU the kernels run under Triton's interpreter (autotuned: ``harness.interpreter_fixes``).
+On a CPU the kernels run under Triton's interpreter (autotuned: ``harness.boundary.interpreter_fixes``).
 """
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def hf_available() -> str | None:
         from transformers import AttentionInterface  # noqa: F401
         from transformers.masking_utils import AttentionMaskInterface  # noqa: F401
     except Exception as exc:  # noqa: BLE001
-        from harness import extras
+        from harness.basics import extras
         if extras.missing_module(exc) == "transformers":  # not installed: the extra that installs it
             return extras.missing_line("transformers")
         return f"transformers with AttentionInterface is not available: {type(exc).__name__}: {exc}"

@@ -8,8 +8,8 @@ Called as liger's own modules call them (``liger_kernel/transformers/layer_norm.
 from the ops modules directly: ``liger_kernel.transformers`` does not import with transformers 5.x
 (``_CONFIG_FOR_DOC``). On a CPU the kernels run under Triton's interpreter. Before issue 42 they did
 not run there ("'float' object has no attribute 'to'": a Python float eps, which
-``harness.interpret.compiled_scalars`` now types as compiled code does; and libdevice ``rsqrt``, a
-stub returning None under the interpreter, which ``harness.interpreter_fixes`` now computes): both
+``harness.boundary.interpret.compiled_scalars`` now types as compiled code does; and libdevice ``rsqrt``, a
+stub returning None under the interpreter, which ``harness.boundary.interpreter_fixes`` now computes): both
 causes were on the CPU's side, not liger's.
 
 The adapter's own lines: the protocol's constructors (``harness.adapters.last_dim_norm``; no affine:

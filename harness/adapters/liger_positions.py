@@ -26,7 +26,7 @@
 liger-kernel 0.8.5's LayerNorm and RMSNorm once stopped under the interpreter with "'float' object
 has no attribute 'to'" (a Python float eps, where compiled code has a typed scalar) and then on
 libdevice's ``rsqrt`` (a stub returning None): both on the CPU's side, fixed in the interpreted
-target's process (``harness.interpret.compiled_scalars``, ``harness.interpreter_fixes``); they are
+target's process (``harness.boundary.interpret.compiled_scalars``, ``harness.boundary.interpreter_fixes``); they are
 ``harness.adapters.liger_norms`` now.
 """
 from __future__ import annotations

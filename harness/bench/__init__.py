@@ -47,14 +47,14 @@ def uncompared(rows: list[dict], label: Callable[[dict], str] | None = None) -> 
 
 def failed_points(rows: list[dict]) -> list[dict]:
     """The rows that ran and failed (``runfolder.BAD_STATUSES``): they fail a check that needs them."""
-    from harness.runfolder import BAD_STATUSES
+    from harness.verdicts.runfolder import BAD_STATUSES
     return [r for r in rows if r["status"] in BAD_STATUSES]
 
 
 @dataclass
 class Context:
     """What every suite needs: the target, where to run, the sizes, the store."""
-    target: Any                 # harness.loader.Target
+    target: Any                 # harness.boundary.loader.Target
     impl: str
     device: str
     profile: Any                # harness.bench.profiles.Profile
@@ -81,7 +81,7 @@ class Context:
 
     def component(self, name: str):
         """The target's protocol name ``name``, or None when it lacks it (or fails to load)."""
-        from harness.target_import import BrokenTarget, Missing
+        from harness.boundary.target_import import BrokenTarget, Missing
         try:
             return self.target.lookup(name)
         except (Missing, BrokenTarget):
@@ -90,7 +90,7 @@ class Context:
     def require(self, name: str):
         """The target's ``name``; raises ``Skip`` when it lacks it, ``RuntimeError`` when it is broken."""
         from harness.bench.points import Skip
-        from harness.target_import import BrokenTarget, Missing
+        from harness.boundary.target_import import BrokenTarget, Missing
         try:
             return self.target.lookup(name)
         except Missing as exc:
@@ -129,12 +129,13 @@ def open_target(impl: str, device: str, suites, *, isolation: str = "none", time
     and its worker set up with the run's process-wide settings (``on_target.prepare_process``).
     Raises ``TargetNotLoaded`` when it does not load: a benchmark of a target that did not run would
     only label other code's numbers with its name."""
-    from harness import configs, options
+    from harness.basics import options
+    from harness.spec import configs
     from harness.bench import suites as registry
-    from harness.loader import load_target
+    from harness.boundary.loader import load_target
 
     if isolation == "process":
-        from harness import isolation as worker_isolation
+        from harness.boundary import isolation as worker_isolation
         worker_isolation.preload(["harness.bench.on_target"] + [registry.MODULES[s] for s in suites])
     configs.add_source(options.SUITES)
     target = load_target(impl, cli_conventions=cli_conventions, device=device, isolation=isolation,

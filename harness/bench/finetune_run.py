@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 import time
 
-from harness import options
+from harness.basics import options
 from harness.bench import Check, begin_run, open_target, profiles
 
 #: finetune_run's profile names that are not bench profile names

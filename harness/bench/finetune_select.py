@@ -35,10 +35,10 @@ from pathlib import Path
 
 import torch
 
-from harness import options
+from harness.basics import options
 from harness.bench.finetune_train import Hyper, prepare, train_eval
 from harness.bench.store import append_jsonl, read_jsonl
-from harness.stats import t_interval
+from harness.spec.stats import t_interval
 
 VALIDATION_FRACTION = 0.15
 SELECT_FILE = "select.jsonl"

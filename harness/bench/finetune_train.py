@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from harness import module_tensors
+from harness.boundary import module_tensors
 from harness.bench.memory import peak_memory
 from harness.bench.points import check_finite
 from harness.bench.timer import synchronize

@@ -1,6 +1,6 @@
 """``fits.json``: the log-log exponent of each scaling case and pass, time ~ c * n^p over the upper half.
 
-The fit itself is ``harness.stats.fit_loglog`` with ``points=FIT_POINTS``; the report's plots call
+The fit itself is ``harness.spec.stats.fit_loglog`` with ``points=FIT_POINTS``; the report's plots call
 it with the same choice for a curve fits.json does not cover, so a plotted exponent is the stored one.
 
 Keys: ``"<suite>|<case>"`` for the forward (the key fits.json had before passes existed) and
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from harness.runfolder import DEFAULT_PASS, pass_of
-from harness.stats import fit_loglog
+from harness.verdicts.runfolder import DEFAULT_PASS, pass_of
+from harness.spec.stats import fit_loglog
 
-#: which sizes of a sweep every scaling exponent is fitted over (see ``harness.stats.fit_loglog``)
+#: which sizes of a sweep every scaling exponent is fitted over (see ``harness.spec.stats.fit_loglog``)
 FIT_POINTS = "upper_half"
 
 

@@ -165,7 +165,7 @@ def decode_parity(case: str, p: dict, fed: torch.Tensor, decoded: torch.Tensor) 
     forward over the same tokens without a cache, under the tolerance policy: the truth is the
     same model (same seed, same weights) in float64 on torch's SDPA, the naive yardstick that
     full forward in the profile's dtype. Runs in the harness's process, on the CPU."""
-    from harness import tolerance
+    from harness.spec import tolerance
     runs = {}
     for dtype in ("float64", p["dtype"]):
         model = _model(case, {**p, "dtype": dtype}, "cpu", None)

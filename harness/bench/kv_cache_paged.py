@@ -117,7 +117,7 @@ def step_run(fn, p: dict, lens: list[int], device: str, mem_repeats: int = 1, me
 
 def parity(p: dict, lens: list[int], out: torch.Tensor) -> dict:
     """``out`` against the float64 reference over the linear cache (tolerance policy)."""
-    from harness import tolerance
+    from harness.spec import tolerance
     from harness.reference.kvcache import kvcache_math
     x = inputs(p, lens)
     args = (x["q"], x["linear"][0], x["linear"][1], x["k"], x["v"])

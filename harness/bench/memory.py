@@ -42,7 +42,7 @@ from 1 MiB: every block of a small point came from the resident heap and read 0 
 1 MiB (torch's SDPA backward at n = 512: 0 in one run, 663,552 B in the next; 260 KiB in 6 calls of
 7 here). From 64 KiB the same backward reads 2.5-2.6 MiB in every call (its three gradients alone
 are 1.5 MiB), n = 256 1.1-1.2 MiB. Rows written before carry no resolution; the gate takes 1 MiB
-for them (``harness.gate_rule.LEGACY_RESOLUTION_BYTES``).
+for them (``harness.verdicts.gate_rule.LEGACY_RESOLUTION_BYTES``).
 
 Repeats (``peak_memory_repeated``): even so one call's RSS peak is a noisy sample where blocks
 under 1 MiB and the math libraries' own buffers matter (the banded kernel at n = 4096 read 58 to

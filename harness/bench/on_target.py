@@ -1,7 +1,7 @@
 """Benchmark work that runs next to the target's code, and so inside its worker process.
 
 With ``--isolation process`` (the default) the target is imported only in its worker
-(``harness.isolation``), and its components reach the harness as handles. A benchmark must
+(``harness.boundary.isolation``), and its components reach the harness as handles. A benchmark must
 not time or measure across that boundary: each crossing pays a transfer, the call allocates
 in the other process, and autograd does not cross it. So the measurement itself runs where
 the target runs (``harness.runner.on_target``):
@@ -30,11 +30,11 @@ import torch
 
 from harness.bench.memory import peak_memory_repeated
 from harness.bench.timer import Timing, calibrate, time_fn
-from harness.runfolder import PASSES
+from harness.verdicts.runfolder import PASSES
 
 
 class PointCall:
-    """One pass of ``fn(*args, **kwargs)`` on fixed inputs (``pass_``, ``harness.runfolder.PASSES``):
+    """One pass of ``fn(*args, **kwargs)`` on fixed inputs (``pass_``, ``harness.verdicts.runfolder.PASSES``):
 
     - "fwd": the call, every method under inference mode;
     - "bwd": the backward alone. ``prepare_backward`` runs the forward once, untimed, with the
@@ -75,7 +75,7 @@ class PointCall:
         pass needs (module doc). Returns None, or why there is no backward ("no backward: the
         output has no grad_fn", "... its backward raised NotImplementedError: ..."); any other
         exception of the backward is raised (the point is an error, out of memory an oom)."""
-        from harness.target_ops import backward_missing, no_grad_fn
+        from harness.boundary.target_ops import backward_missing, no_grad_fn
         if self.pass_ == "fwd":
             return None
         with _autograd_on():

@@ -31,7 +31,7 @@ import torch
 from harness.bench import Check, Context
 from harness.bench.on_target import point_call, timing_of
 from harness.bench.points import Point, check_finite
-from harness.handles import named
+from harness.boundary.handles import named
 
 SUITE = "packing"
 CASES = ("target.varlen_packed", "target.sdpa_padded")

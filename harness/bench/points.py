@@ -32,7 +32,7 @@ from typing import Callable
 
 import torch
 
-from harness import extras
+from harness.basics import extras
 from harness.bench.store import ResultStore, make_row, point_key
 from harness.bench.telemetry import Telemetry
 
@@ -101,7 +101,7 @@ def release(exc: BaseException) -> None:
 def describe_exception(exc: BaseException, limit: int = 400) -> str:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     text = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
-    from harness.guard import ImplementationError
+    from harness.boundary.guard import ImplementationError
     if isinstance(exc, ImplementationError) and exc.__cause__ is not None:
         exc = exc.__cause__  # the target's error: where the target raised it, not the harness
         if getattr(exc, "where", ""):
@@ -140,7 +140,7 @@ class Point:
     role: str = "comparison"
 
     def key(self, impl: str) -> str:
-        """The point's key when measured for the target ``impl`` (harness.runfolder.point_key)."""
+        """The point's key when measured for the target ``impl`` (harness.verdicts.runfolder.point_key)."""
         return point_key(self.suite, self.case, self.params, self.role, impl)
 
     def label(self) -> str:

@@ -36,7 +36,7 @@ class Scaling:
     warmup_ms: float = 25.0
     max_call_s: float = 1.0       # a case whose call takes longer skips its larger sizes
     lstm_max_n: int | None = None
-    #: what each case is timed as (harness.runfolder.PASSES): forward, backward, forward+backward
+    #: what each case is timed as (harness.verdicts.runfolder.PASSES): forward, backward, forward+backward
     passes: tuple[str, ...] = ("fwd", "bwd", "fwd_bwd")
     #: the sizes of the backward passes (None: ``sizes``); ``--sizes`` sets both
     backward_sizes: tuple[int, ...] | None = None

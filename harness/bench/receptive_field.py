@@ -36,7 +36,7 @@ import torch
 
 from harness.bench import Check, Context, failed_points, uncompared
 from harness.bench.points import Point, Skip, check_finite
-from harness.runfolder import grad_case
+from harness.verdicts.runfolder import grad_case
 from harness.bench.models import registry
 
 SUITE = "receptive_field"

@@ -10,7 +10,7 @@ Cases (inputs q, k, v of shape (batch, heads, n, head_dim), seeded):
   target.sliding_window  the target's sliding_window_attention (window w)
   lstm                   nn.LSTM of width heads * head_dim: sequential, O(n * d^2)
 
-Passes (the ``pass`` parameter, ``harness.runfolder.PASSES``; which ones: the profile's
+Passes (the ``pass`` parameter, ``harness.verdicts.runfolder.PASSES``; which ones: the profile's
 ``passes``, ``bench --passes``): every case is timed as its forward ("fwd"), its backward alone
 ("bwd": the forward runs once, untimed, outside the timed region, and each timed call is
 ``torch.autograd.grad(out, inputs, dO, retain_graph=True)`` with a fixed seeded upstream
@@ -62,8 +62,8 @@ from harness.bench.on_target import PointCall, point_call, timing_of
 from harness.bench.points import NonFinite, Point, Skip, check_finite, note
 from harness.bench.store import point_key
 from harness.bench.sweep import Slot, run_sweep
-from harness.handles import named
-from harness.runfolder import PASS_WORDS, PASSES, SIZE_CAP_REASON, pass_of
+from harness.boundary.handles import named
+from harness.verdicts.runfolder import PASS_WORDS, PASSES, SIZE_CAP_REASON, pass_of
 from harness.bench.models import registry
 from harness.bench.models.banded import visible_keys
 
@@ -94,7 +94,7 @@ def params_for(case: str, n: int, prof, device: str, pass_: str = "fwd") -> dict
         p = {"n": n, "batch": prof.batch, "dim": prof.heads * prof.head_dim, "dtype": prof.dtype}
     else:
         p["causal"] = prof.causal
-    p["pass"] = pass_  # "fwd" is left out of the key (harness.runfolder.make_key)
+    p["pass"] = pass_  # "fwd" is left out of the key (harness.verdicts.runfolder.make_key)
     return p
 
 

@@ -1,6 +1,6 @@
 """The run folder's writer: ``results.jsonl``, one row per point, appended and fsynced at once.
 
-Row fields, keys, statuses and roles: ``harness.runfolder`` (notes/RESULTS_SCHEMA.md).
+Row fields, keys, statuses and roles: ``harness.verdicts.runfolder`` (notes/RESULTS_SCHEMA.md).
 
 Opening a store takes the folder's lock (``.bench.lock``), held until ``close()`` or the process
 ends: a second run on the same folder is refused (``FolderBusy``, naming the holder's pid). A
@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.gate_rule import time_detectable_metrics
-from harness.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderLock, RunFolderError, append_jsonl,
+from harness.verdicts.gate_rule import time_detectable_metrics
+from harness.verdicts.runfolder import (DERIVED, FIELDS, RESULTS, STATUSES, FolderLock, RunFolderError, append_jsonl,
                                point_key, read_jsonl)
 
 #: the store's own names, and the run-folder names the benchmarks and tests import from here

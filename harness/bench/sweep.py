@@ -16,7 +16,7 @@ the same stopping rule as ``time_cpu``: at least 3 blocks, and ``min_blocks`` bl
 ``min_run_s`` seconds unless ``max_run_s`` is spent.
 
 Enough repeats where the spread needs them (``spread_repeats``): a size whose repeats so far
-spread too wide for the gate to detect its stated slowdown (``harness.gate_rule``: twice the
+spread too wide for the gate to detect its stated slowdown (``harness.verdicts.gate_rule``: twice the
 relative IQR over ``GATE_SLOWDOWN``) keeps taking blocks, up to the profile's
 ``spread_max_blocks``, while the run's ``spread_budget_s`` lasts (shared by every sweep of the
 run through ``budget``). The IQR is robust to a quarter of the blocks on each side, so a burst
@@ -44,9 +44,9 @@ from typing import Callable
 
 from harness.bench.on_target import PointCall
 from harness.bench.timer import Timing, calibrate, summarize
-from harness.gate_rule import decides, detectable
-from harness.handles import is_remote
-from harness.runfolder import SIZE_CAP_REASON
+from harness.verdicts.gate_rule import decides, detectable
+from harness.boundary.handles import is_remote
+from harness.verdicts.runfolder import SIZE_CAP_REASON
 
 
 def _times_itself(call) -> bool:

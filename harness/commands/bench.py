@@ -26,7 +26,7 @@ import dataclasses
 import sys
 import time
 
-from harness import extras, options
+from harness.basics import extras, options
 from harness.bench import suites as registry
 
 #: seconds one request to the target's worker may take (``--impl-timeout``): the largest is a
@@ -125,7 +125,7 @@ def _cuda_problem(device: str, torch) -> str | None:
 
 def parse_passes(text: str | None) -> list[str] | None:
     """The ``--passes`` names (None: the profile's); SystemExit on an unknown one."""
-    from harness.runfolder import PASSES
+    from harness.verdicts.runfolder import PASSES
     if not text:
         return None
     names = list(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
@@ -197,10 +197,10 @@ def main(args) -> int:
 
 
 def _run(args, suites, device, profile, allocator, started) -> int:
-    from harness import conventions
+    from harness.spec import conventions
     from harness.bench import TargetNotLoaded, open_target
     from harness.bench.store import ResultStore
-    from harness.runfolder import RunFolderError
+    from harness.verdicts.runfolder import RunFolderError
 
     try:
         target = open_target(args.impl, device, suites, isolation=args.isolation, timeout=args.impl_timeout,
@@ -228,7 +228,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     from harness.bench import begin_run, env, receptive_field
     from harness.bench.points import PointRunner
     from harness.bench.scaling import fits as scaling_fits
-    from harness.runfolder import CHECKS, STATUSES
+    from harness.verdicts.runfolder import CHECKS, STATUSES
 
     budget = time_budget(args, profile)
     deadline = started + budget if budget is not None else None
@@ -247,7 +247,7 @@ def _measure(args, suites, device, profile, allocator, started, target, store) -
     runner = PointRunner(store, args.impl, device, progress=False if args.no_progress else None, deadline=deadline,
                     budget_s=budget)
     if target.info.interpreted:  # Triton's interpreter: correct, ~1000x slower than compiled
-        from harness.interpret import BENCH_SKIP
+        from harness.boundary.interpret import BENCH_SKIP
         runner.skip_all = BENCH_SKIP
     ctx.record = runner.record  # a CPU sweep writes each size as soon as it is timed
     checks = []

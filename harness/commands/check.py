@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness import options
+from harness.basics import options
 
 SUITES = options.SUITES
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from harness import layout
+from harness.basics import layout
 
 
 def add_parser(sub) -> None:

@@ -4,7 +4,7 @@
 
 Each ``results.jsonl`` in DIR and its immediate sub-folders gets, per row, the ``role`` its suite
 gives the case (``TARGET_CASES`` of the suite's module: "target" when the target's own code ran,
-else "comparison") and the key ``harness.runfolder.point_key`` builds from it, which names the
+else "comparison") and the key ``harness.verdicts.runfolder.point_key`` builds from it, which names the
 target for a target row. The measurements are untouched; the file is replaced atomically. Rows
 that have a role keep it (their key is rebuilt, so running the script twice changes nothing).
 """
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from harness.bench import suites as registry
-from harness.runfolder import FIELDS, RESULTS, point_key, read_jsonl
+from harness.verdicts.runfolder import FIELDS, RESULTS, point_key, read_jsonl
 
 
 def add_parser(sub) -> None:

@@ -20,7 +20,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from harness import extras, layout, options
+from harness.basics import extras, layout, options
 
 BASELINES = layout.BASELINES
 
@@ -100,7 +100,7 @@ def missing_extra(formats, plots: bool) -> str | None:
 
 
 def _main(args) -> int:
-    from harness.runfolder import locked_by
+    from harness.verdicts.runfolder import locked_by
     from harness.reports import gate, tables
     from harness.reports.load import InputError, load_runs, point_samples, requested, tidy
 

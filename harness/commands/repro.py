@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from hypothesis.errors import UnsatisfiedAssumption
 
-from harness import configs, layout, options
+from harness.basics import layout, options
+from harness.spec import configs
 
 
 def add_parser(sub) -> None:
@@ -64,9 +65,10 @@ def load_check(ref: str):
 
 
 def main(args) -> int:
-    from harness import conventions, runner
-    from harness.loader import load_target
-    from harness.target_import import BrokenTarget, Missing
+    from harness import runner
+    from harness.spec import conventions
+    from harness.boundary.loader import load_target
+    from harness.boundary.target_import import BrokenTarget, Missing
 
     configs.add_source(options.SUITES)  # the configuration types: HARNESS_SIZES, --config
     target = load_target(args.impl, cli_conventions=conventions.parse_cli(args.convention), device=args.device,

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import options
+from harness.basics import options
 from harness.bench import suites as registry
 
 
@@ -68,7 +68,7 @@ def stage(argv: list[str]) -> int:
 
 def earlier_results(out: str) -> list[Path]:
     """The run folders of OUT (the bench's and the fine-tune's) that hold results."""
-    from harness.runfolder import RESULTS
+    from harness.verdicts.runfolder import RESULTS
     return [f for f in (Path(out) / RESULTS, Path(out) / "finetune" / RESULTS)
             if f.is_file() and f.read_text().strip()]
 
@@ -78,7 +78,7 @@ def failed_checks(folder: str) -> list[str]:
     ``checks.json``; none when it wrote none)."""
     import json
 
-    from harness.runfolder import CHECKS
+    from harness.verdicts.runfolder import CHECKS
     path = Path(folder) / CHECKS
     try:
         checks = json.loads(path.read_text())

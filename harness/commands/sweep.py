@@ -7,7 +7,7 @@ The controls are ``harness.controls.CONTROLS`` (``--targets`` picks some). Each 
 run by ``check``'s pytest command line (``check.pytest_argv``) in a pytest process of its own,
 ``--group target`` (default) one process per target, ``--group seed`` one per seed with every
 target as an ``--impl`` (its consistency section is printed; not alarms: different libraries).
-The cells come from each session's ``conformance.json``; ``harness.sweep_table`` counts them and
+The cells come from each session's ``conformance.json``; ``harness.verdicts.sweep_table`` counts them and
 writes sweep.csv / sweep.md / sweep.json into ``--out``. Exit 1 on any alarm (a ``fail`` or
 ``error`` cell of a control), 2 when nothing ran, 130 when Ctrl-C stopped it first, else 0.
 """
@@ -23,7 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import controls, options, sweep_table
+from harness import controls
+from harness.basics import options
+from harness.verdicts import sweep_table
 from harness.commands import check
 
 #: fresh random seeds are drawn below this (Hypothesis accepts any integer)

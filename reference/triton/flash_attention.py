@@ -291,7 +291,7 @@ def launch(BE: int, BEV: int, dtype: torch.dtype, backward: bool = False) -> dic
 def scalar(value: float, like: torch.Tensor) -> torch.Tensor:
     """A kernel's float argument as a 1-element tensor in the accumulator's dtype (float64 for
     float64 inputs, else float32), read with ``tl.load``: compiled Triton types a Python float
-    argument fp32, which rounds a float64 kernel's scale or eps (``harness.interpret.compiled_scalars``)."""
+    argument fp32, which rounds a float64 kernel's scale or eps (``harness.boundary.interpret.compiled_scalars``)."""
     return torch.tensor([value], dtype=torch.float64 if like.dtype == torch.float64 else torch.float32,
                         device=like.device)
 

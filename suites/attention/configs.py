@@ -12,7 +12,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness.suites.strategies import DTYPE, SEED
-from harness.configs import Config, register
+from harness.spec.configs import Config, register
 
 
 @register

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.attention.configs import AttnConfig
 from harness.suites.kit import expect_tensor, require_features, resolved, submit
 from harness.reference.attention import attention_math

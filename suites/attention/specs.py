@@ -11,7 +11,7 @@ import dataclasses
 
 from hypothesis import strategies as st
 
-from harness.configs import HistoryConfig
+from harness.spec.configs import HistoryConfig
 from harness.reference.sliding_window import sliding_window_math
 from harness.suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen_suite
 from harness.suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
@@ -83,7 +83,7 @@ def _window_judge(cfg, label, args, kwargs, out_dtype):
     return as_float64, policy(truth, sliding_window_math(q, k, v, cfg.window, compute_dtype=q.dtype), q.dtype)
 
 
-#: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
+#: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "scaled_dot_product_attention": Case(attn_configs(), _sdpa_calls, _sdpa_judge),
     "sliding_window_attention": Case(window_configs(), _window_calls, _window_judge),

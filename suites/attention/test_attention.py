@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites import regimes
 from harness.suites.kit import autocast_dtypes, call_under_autocast, run
 from harness.suites.attention.configs import attn_configs

@@ -38,10 +38,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.attention.configs import DropoutConfig, dropout_configs
 from harness.suites.kit import KNOWN, ImplementationError, check_convention, on_target, record_label, run
-from harness.target_ops import seeded
+from harness.boundary.target_ops import seeded
 from harness.suites.attention.helpers import SDPA, call_sdpa
 
 PROPERTY_PREFIX = "attention"

@@ -26,7 +26,7 @@ from harness.suites import regimes
 from harness.suites.attention.configs import AttnConfig, attn_configs
 from harness.suites.kit import UNSUPPORTED, check_convention, on_target, record_label, require_features, resolved, run
 from harness.suites.regimes import covering
-from harness.target_ops import gradcheck
+from harness.boundary.target_ops import gradcheck
 from harness.reference.attention import attention_math
 from harness.suites.magnitudes import attention_grad_terms
 from harness.suites.attention.helpers import SCALE_PLACEMENTS, SDPA, cpu_kwargs, features_of, visibility

@@ -23,7 +23,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.attention.configs import DropoutConfig, dropout_configs
 from harness.suites.kit import require_features, run
 from harness.suites.attention.helpers import SDPA, features_of

@@ -16,7 +16,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.reference.masks import causal_mask
 from harness.reference.sliding_window import sliding_window_math
 from harness.suites import pairwise

@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites import regimes
 from harness.suites.attention.configs import window_configs
 from harness.suites.regimes import covering

@@ -1,6 +1,6 @@
 """Attention over packed sequences: ``attention_varlen`` (FlashAttention's varlen contract).
 
-Protocol (harness/protocol.py, reference/attention_varlen.py): q (total_q, Hq, E), k/v (total_k,
+Protocol (harness/spec/protocol.py, reference/attention_varlen.py): q (total_q, Hq, E), k/v (total_k,
 Hkv, E|Ev), cu_seqlens_q/k (B + 1,) int32; every query attends only to its own sequence's keys,
 at position i + Lk - Lq (bottom-right per sequence). The properties hold packing to what it must
 equal: dense attention run on each sequence alone (the float64 reference, per sequence), whatever
@@ -18,7 +18,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites import regimes
 from harness.suites.kit import expect_tensor, impl, require_features, run, under_convention
 from harness.suites.regimes import covering

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.kit import expect_tensor, impl, require_features
 from harness.reference.attention_varlen import bounds, varlen_math
 from harness.suites.attention.configs import VarlenConfig

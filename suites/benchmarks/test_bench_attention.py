@@ -15,11 +15,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness import extras
+from harness.basics import extras
 from harness.bench import Context, profiles
 from harness.bench.points import Skip
 from harness.bench.scaling import flops_for, make_call, params_for
-from harness.scope import benchmarks_requested
+from harness.basics.scope import benchmarks_requested
 
 PROPERTY_PREFIX = "benchmark"
 CASES = ["target.sdpa", "reference.naive", "torch.sdpa.math", "torch.sdpa.flash", "banded_window",

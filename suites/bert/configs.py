@@ -1,6 +1,6 @@
 """Configurations for the BERT-family suites (MLM masking, distillation, span corruption, models).
 
-As in ``harness.configs``: the suites draw a configuration (sizes, rates, dtype,
+As in ``harness.spec.configs``: the suites draw a configuration (sizes, rates, dtype,
 seed) and rebuild every tensor from the seed, so a shrunk counterexample is a
 handful of numbers that ``python -m harness repro`` replays exactly. The
 statistical properties draw few configurations with large samples each; their
@@ -17,7 +17,7 @@ from hypothesis import Phase
 from hypothesis import strategies as st
 
 from harness.suites.strategies import SEED
-from harness.configs import Config, register
+from harness.spec.configs import Config, register
 
 #: phases of the BERT-family tests: a failing configuration is reported as drawn, not shrunk.
 #: Their examples are large samples or models and the configurations little more than a seed

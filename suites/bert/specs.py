@@ -88,7 +88,7 @@ def _joined(out) -> torch.Tensor:
     return torch.stack([ids, types])
 
 
-#: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
+#: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "distillation_loss": Case(distill_configs(), _distill_calls, _distill_judge),
     "build_inputs": Case(inputs_configs(), _inputs_calls, lambda *a: (_joined, None)),

@@ -16,10 +16,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.bert.configs import NO_SHRINK, distill_configs, wide_dtypes
 from harness.suites.kit import ImplementationError, impl, on_target, run
-from harness.target_ops import vjp
+from harness.boundary.target_ops import vjp
 from harness.reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math
 
 PROPERTY_PREFIX = "distillation"

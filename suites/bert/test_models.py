@@ -17,11 +17,12 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 
-from harness import guard, tolerance
+from harness.spec import tolerance
+from harness.boundary import guard
 from harness.suites.bert.configs import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
                                   hoeffding_radius, inputs_configs, model_configs, nsp_configs)
 from harness.suites.kit import ImplementationError, impl, is_module, manual_seed, on_target, record_label, run
-from harness.target_ops import attribute_tensor, count_parameters, seeded
+from harness.boundary.target_ops import attribute_tensor, count_parameters, seeded
 from harness.reference.bert import CONFIGS, PARAMETERS, PUBLISHED, parameter_count
 
 PROPERTY_PREFIX = "models"

@@ -34,9 +34,9 @@ import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from harness import protocol, tolerance
-from harness.conventions import KNOWN
-from harness.target_import import BrokenTarget, Missing
+from harness.spec import protocol, tolerance
+from harness.spec.conventions import KNOWN
+from harness.boundary.target_import import BrokenTarget, Missing
 from harness.suites.consistency.models import NotComparable
 from harness.suites.kit import ImplementationError, impl
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.kit import ImplementationError, is_module, manual_seed, on_target
-from harness.target_ops import eval_forward, load_state, seeded, state_of
+from harness.boundary.target_ops import eval_forward, load_state, seeded, state_of
 
 
 class NotComparable(Exception):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from harness import protocol
+from harness.spec import protocol
 from harness.suites.consistency import varlen
 from harness.suites.consistency.differential import Case, assert_consistent, declared_cases, outputs_agree, sharing
 

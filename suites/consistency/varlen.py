@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.kit import ImplementationError, expect_tensor, impl
 from harness.reference.attention_varlen import bounds, visible_keys
 from harness.suites.attention import varlen_helpers as vh

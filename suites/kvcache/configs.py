@@ -1,6 +1,6 @@
 """Configurations for the KV-cache suite (``suites/kvcache/test_kvcache.py``), and its tile-boundary regime.
 
-As in ``harness.configs``: the suites draw sizes, dtype and a seed, and rebuild every tensor from
+As in ``harness.spec.configs``: the suites draw sizes, dtype and a seed, and rebuild every tensor from
 the seed, so a shrunk counterexample is a handful of integers that ``harness repro`` replays.
 
 A ``KVCacheConfig`` describes a sequence of calls into ``attention_with_kvcache``: batch item b
@@ -25,7 +25,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness.suites.strategies import DTYPE, SEED
-from harness.configs import Config, register
+from harness.spec.configs import Config, register
 from harness.suites.regimes import GQA_HEADS
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.kvcache.configs import KVCacheConfig
 from harness.suites.kit import expect_tensor, impl, require_features
 from harness.reference.kvcache import gather, kvcache_math, rotate, scatter

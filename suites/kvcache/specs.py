@@ -48,7 +48,7 @@ def _kv_invoke(target, name, cfg, args, kwargs):
     return call_function(target, name, cfg, args, kwargs)
 
 
-#: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
+#: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "attention_with_kvcache": Case(kvc.ragged_configs().flatmap(
         lambda c: kvc.BLOCK_SIZES.map(lambda bs: replace(c, block_size=bs))), _kv_calls, _kv_judge,

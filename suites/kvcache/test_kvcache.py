@@ -1,6 +1,6 @@
 """Attention over a KV cache (incremental decoding): ``attention_with_kvcache``.
 
-Protocol (harness/protocol.py, reference/kvcache.py): q (B, Hq, Lq, E), caches (B, Hkv, Smax, E|Ev),
+Protocol (harness/spec/protocol.py, reference/kvcache.py): q (B, Hq, Lq, E), caches (B, Hkv, Smax, E|Ev),
 new k/v (B, Hkv, Lnew, E|Ev) written in place at slots cache_seqlens[b] ...; query i of item b
 sits at position cache_seqlens[b] + Lnew - Lq + i and (causal) sees the keys up to it. The
 properties hold decoding to what it must equal: one full causal call of the float64 SDPA

@@ -1,7 +1,7 @@
 """Paged KV caches and the kernel options softcap and sinks: ``attention_with_kvcache`` with a
 ``block_table``, ``softcap`` and ``sinks`` (issue 24).
 
-Protocol (harness/protocol.py, reference/kvcache.py): with ``block_table`` (B, max_blocks) the caches
+Protocol (harness/spec/protocol.py, reference/kvcache.py): with ``block_table`` (B, max_blocks) the caches
 are a pool ``(num_blocks, Hkv, block_size, E|Ev)`` and position p of item b lives in block
 ``block_table[b, p // block_size]`` at slot ``p % block_size``. The pool is laid out by a
 permutation drawn from the seed, pages are partly filled (block sizes 1, 16, 256 and small ones),
@@ -21,7 +21,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.regimes import covering
 from harness.suites.kit import run
 from harness.suites.kvcache import configs as kvc

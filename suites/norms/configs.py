@@ -1,6 +1,6 @@
 """Configurations for the normalization suites (LayerNorm, RMSNorm, norm placement).
 
-As in ``harness.configs``: the suites draw a configuration (shapes, dtype, eps,
+As in ``harness.spec.configs``: the suites draw a configuration (shapes, dtype, eps,
 seed) and rebuild every tensor from the seed, so a shrunk counterexample is a
 handful of numbers that ``python -m harness repro`` replays exactly.
 """
@@ -13,7 +13,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness.suites.strategies import DTYPE, SEED
-from harness.configs import Config, register
+from harness.spec.configs import Config, register
 
 HALF_NAMES = ("float16", "bfloat16")
 

@@ -8,11 +8,11 @@ from typing import Callable
 import torch
 from torch import nn
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.norms.configs import NormConfig
 from harness.suites.kit import (ImplementationError, expect_tensor, impl, is_module, move, on_target, require_features, resolved,
                         submit_call)
-from harness.target_ops import assign_parameters, under_autocast
+from harness.boundary.target_ops import assign_parameters, under_autocast
 from harness.reference.layernorm import layer_norm_math
 from harness.suites.magnitudes import layer_norm_terms
 

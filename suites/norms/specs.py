@@ -46,7 +46,7 @@ def _norm_case(name: str, math: Callable) -> Case:
     return Case(norm_configs(), _norm_calls, judge, invoke=invoke)
 
 
-#: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
+#: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "LayerNorm": _norm_case("LayerNorm", layer_norm_math),
     "RMSNorm": _norm_case("RMSNorm", rms_norm_math),

@@ -17,7 +17,7 @@ from hypothesis import given
 
 from harness.suites import regimes
 from harness.suites.regimes import covering
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.kit import autocast_dtypes, run
 from harness.suites.norms.configs import half_dtypes, norm_configs
 from harness.reference.layernorm import layer_norm_math

@@ -29,12 +29,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import module_tensors, tolerance
+from harness.spec import tolerance
+from harness.boundary import module_tensors
 from harness.suites import regimes
 from harness.suites.norms.configs import NormConfig, norm_configs
 from harness.suites.kit import ImplementationError, impl, is_module, move, on_target, run
 from harness.suites.regimes import covering
-from harness.target_ops import LinearSublayer, module_gradcheck
+from harness.boundary.target_ops import LinearSublayer, module_gradcheck
 from harness.reference.layernorm import layer_norm_math
 from harness.suites.magnitudes import layer_norm_grad_terms, rms_norm_grad_terms
 from harness.reference.rmsnorm import rms_norm_math

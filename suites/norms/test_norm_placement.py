@@ -18,7 +18,7 @@ import torch
 from hypothesis import given
 from torch import nn
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.norms.configs import norm_configs, wide_dtypes
 from harness.suites.kit import ImplementationError, check_convention, impl, is_module, move, on_target, record_label, run
 from harness.suites.norms.helpers import BLOCK, forward, token_stats

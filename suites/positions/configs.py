@@ -1,6 +1,6 @@
 """Configurations for the position-encoding suites (sinusoidal, learned, RoPE, ALiBi, T5 buckets).
 
-As in ``harness.configs``: the suites draw a configuration (sizes, dtype, base,
+As in ``harness.spec.configs``: the suites draw a configuration (sizes, dtype, base,
 position offsets, seed) and rebuild every tensor from the seed, so a shrunk
 counterexample is a handful of numbers that ``python -m harness repro`` replays.
 """
@@ -12,7 +12,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness.suites.strategies import DTYPE, SEED
-from harness.configs import DTYPES, Config, register
+from harness.spec.configs import DTYPES, Config, register
 
 #: RoPE position limit of the long-context property ("64k")
 LONG_CONTEXT = 65536

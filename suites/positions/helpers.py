@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from harness import tolerance
-from harness.configs import DTYPES
+from harness.spec import tolerance
+from harness.spec.configs import DTYPES
 from harness.suites.positions.configs import RopeConfig
 from harness.suites.kit import ImplementationError, expect_tensor, resolved, submit
 from harness.reference.rope import LAYOUTS, pair_indices, rope_math

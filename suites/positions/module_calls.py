@@ -26,10 +26,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
-from harness import guard, module_tensors
+from harness.boundary import guard, module_tensors
 from harness.suites import stateful
 from harness.suites.kit import SEED, ImplementationError, on_target
-from harness.interpret import machine_examples
+from harness.boundary.interpret import machine_examples
 from harness.suites.positions.configs import MAX_KEYS, BiasCallsConfig
 from harness.suites.positions.helpers import expect_floating, module_devices
 from harness.suites.stateful import CallsMachine, Verdict

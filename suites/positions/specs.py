@@ -17,8 +17,8 @@ from dataclasses import replace
 import torch
 from hypothesis import strategies as st
 
-from harness import tolerance
-from harness.configs import HistoryConfig
+from harness.spec import tolerance
+from harness.spec.configs import HistoryConfig
 from harness.reference.alibi import alibi_distance, alibi_math, get_slopes
 from harness.reference.rope import LAYOUTS
 from harness.reference.sinusoidal import sin_cos_columns, sinusoidal_math
@@ -195,7 +195,7 @@ def _slopes_judge(cfg, label, args, kwargs, out_dtype):
     return as_float64, policy(truth, truth.to(out_dtype).double(), out_dtype)
 
 
-#: one differential check per record with ``compared`` (harness/protocol.py says how, in words)
+#: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "apply_rotary_embedding": Case(rope_configs().map(lambda c: replace(c, base=10000.0)), _rope_calls, _rope_judge,
                                    invoke=_rope_invoke),

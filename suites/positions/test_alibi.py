@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.positions.configs import ALIBI_HEADS, alibi_configs
 from harness.suites.kit import impl, run, unverified, verified
 from harness.reference.alibi import alibi_distance, alibi_math, get_slopes

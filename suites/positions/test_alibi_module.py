@@ -20,7 +20,7 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.reference.alibi import alibi_distance, alibi_math
 from harness.suites.positions.configs import ALIBI_HEADS, BiasCallsConfig
 from harness.suites.positions.module_calls import Spec, replay, run_machine

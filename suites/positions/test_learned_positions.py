@@ -1,7 +1,7 @@
 """Learned absolute position embedding conformance.
 
     LearnedPositionEmbedding(max_positions, dim): a table (max_positions, dim): its ``.weight``, or
-        else its one parameter of that shape (``harness.module_tensors``, as every property reads it)
+        else its one parameter of that shape (``harness.boundary.module_tensors``, as every property reads it)
     forward(positions) = weight[positions]   (..., dim)
 
 The seed's caveat: a learned table only knows the positions it was trained on, so
@@ -15,7 +15,8 @@ import torch
 from hypothesis import given
 from torch import nn
 
-from harness import guard, module_tensors, tolerance
+from harness.spec import tolerance
+from harness.boundary import guard, module_tensors
 from harness.suites.positions.configs import learned_configs
 from harness.suites.kit import ImplementationError, expect_tensor, impl, is_module, move, on_target, run
 

@@ -17,12 +17,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites import regimes
 from harness.suites.positions.configs import RopeConfig, learned_configs, rope_configs
 from harness.suites.regimes import covering
 from harness.suites.kit import on_target, run
-from harness.target_ops import gradcheck
+from harness.boundary.target_ops import gradcheck
 from harness.reference.rope import pair_indices, rope_math
 from harness.suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, gradcheck_options, skip_unless_float64,
                               target_grads, upstream)

@@ -21,7 +21,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import explain, tolerance
+from harness.spec import explain, tolerance
 from harness.suites.positions.configs import LONG_CONTEXT, rope_configs, rope_decay_configs
 from harness.suites.kit import autocast_dtypes, call_under_autocast, check_convention, record_label, run
 from harness.suites import regimes

@@ -29,14 +29,15 @@ from hypothesis import assume, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
-from harness import guard, tolerance
+from harness.spec import tolerance
+from harness.boundary import guard
 from harness.suites import stateful
 from harness.suites.kit import SEED, ImplementationError, check_convention, expect_tensor, impl, is_module, move, record_label
-from harness.configs import DTYPES
+from harness.spec.configs import DTYPES
 from harness.suites.positions.configs import BASE, EVEN_DIM
 from harness.suites.positions.configs import MAX_POSITION, RopeCallsConfig
 from harness.suites.positions.helpers import PROBE_POSITIONS, layout_of, module_devices, rope_naive, rope_truth
-from harness.interpret import machine_examples
+from harness.boundary.interpret import machine_examples
 
 PROPERTY_PREFIX = "rope_module"
 MODULE = "RotaryEmbedding"

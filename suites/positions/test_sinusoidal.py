@@ -19,7 +19,7 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.suites.positions.configs import sinusoidal_configs
 from harness.suites.kit import check_convention, impl, record_label, run
 from harness.reference.sinusoidal import LAYOUTS, sin_cos_columns, sinusoidal_frequencies, sinusoidal_math

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import torch
 from hypothesis import strategies as st
 
-from harness.configs import Config, register
+from harness.spec.configs import Config, register
 from harness.suites.strategies import SEED
 
 #: the rules with a scaling (``default`` is plain RoPE)

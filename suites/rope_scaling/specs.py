@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.configs import HistoryConfig
+from harness.spec.configs import HistoryConfig
 from harness.suites.histories import History
 from harness.suites.rope_scaling import test_rope_scaling as rope_scaling
 from harness.suites.rope_scaling.configs import scaling_configs

@@ -18,7 +18,7 @@ import pytest
 import torch
 from hypothesis import example, given
 
-from harness import tolerance
+from harness.spec import tolerance
 from harness.reference.rope_scaling import (dynamic_base, llama3_bands, longrope_attention_factor,
                                             plain_frequencies, rope_frequencies, yarn_mscale, yarn_ramp,
                                             yarn_range)

@@ -1,9 +1,9 @@
-"""Hostile target: patches the harness's own comparison (``harness.tolerance.compare`` and
+"""Hostile target: patches the harness's own comparison (``harness.spec.tolerance.compare`` and
 ``assert_close``) to always agree, and returns zeros. In-process it passed 6 of 8 properties."""
 import torch
 
 try:
-    import harness.tolerance as _tolerance
+    import harness.spec.tolerance as _tolerance
 
     class _Always:
         ok, allowed, error = True, float("inf"), 0.0

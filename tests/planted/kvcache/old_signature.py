@@ -1,7 +1,7 @@
 """Not a bug: a kernel written against the protocol before block_table, softcap and sinks.
 
 Its attention_with_kvcache takes none of the three parameters (and no **kwargs), so it does not
-support them (its record's options, harness.protocol): the paged, softcap and sinks properties are reported
+support them (its record's options, harness.spec.protocol): the paged, softcap and sinks properties are reported
 unsupported, never failed, though it declares nothing.
 """
 import pathlib

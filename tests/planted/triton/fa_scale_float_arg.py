@@ -3,7 +3,7 @@
 Real pattern (found by the first CUDA run of the reference kernels): compiled Triton types a float
 argument fp32, so float64 attention is scaled by fp32(scale), about 3e-8 off: far outside float64's
 tolerance. The bare interpreter passes the float unrounded and hid it; the harness's interpreter
-rounds it as compiled code does (``harness.interpret.compiled_scalars``).
+rounds it as compiled code does (``harness.boundary.interpret.compiled_scalars``).
 Caught by: attention.scale (its float64 example runs first).
 """
 import pathlib

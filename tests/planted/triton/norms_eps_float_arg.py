@@ -3,7 +3,7 @@
 Real pattern (found by the first CUDA run of the reference kernels): compiled Triton types a float
 argument fp32, so a float64 norm adds fp32(eps) -- about 4e-9 off where the mean square is near eps.
 The bare interpreter passes the float unrounded and hid it; the harness's interpreter rounds it as
-compiled code does (``harness.interpret.compiled_scalars``).
+compiled code does (``harness.boundary.interpret.compiled_scalars``).
 Caught by: layernorm.eps_honoured (and rmsnorm.eps, in float64).
 """
 import pathlib

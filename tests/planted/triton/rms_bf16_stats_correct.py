@@ -6,7 +6,7 @@ overflows above 256: rmsnorm.large_values catches that, a float16 bug, not this 
 Compiled, it passes: bfloat16 has float32's range, and its rounding over the suites' rows (at most
 127 features) stays inside the bfloat16 tolerance. Triton 3.9's bare interpreter summed bfloat16
 as the integers of its bit patterns and failed it (a user reads a bug that is not theirs); the
-harness's interpreter fixes (``harness.interpreter_fixes``) add in bfloat16, each sum rounded, as
+harness's interpreter fixes (``harness.boundary.interpreter_fixes``) add in bfloat16, each sum rounded, as
 compiled code does, so it passes on a CPU; with them off (``$HARNESS_INTERPRETER_FIXES=off``) the
 interpreter probe reports its bfloat16 configurations unsupported, never failed.
 """

@@ -1,0 +1,4 @@
+"""The ground floor: where the harness's folders are (``layout``), the options every command shares
+(``options``), its optional dependencies and libraries (``extras``, ``optional``), the versions a report
+records (``versions``) and whether a pytest session is a harness session (``scope``). Standard library
+and little else; everything above imports from here."""

@@ -1,0 +1,100 @@
+"""THE shared command-line options of the harness's commands, and their defaults.
+
+``check``, ``repro``, ``bench``, ``run`` and the fine-tune scripts add ``--impl``, ``--isolation``,
+``--impl-timeout``, ``--import-timeout`` and ``--device`` (``report`` and ``run`` the gate's
+``--strict``) through these functions, so an option is
+spelled, typed and defaulted once. The pytest plug-in (``harness.plugin``) reads ``DEFAULT_TARGET``
+here too. A leaf module: the CLI builds its parser without importing torch.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.basics import layout
+
+#: the project's conformance suites: what ``check`` runs, and the folder whose families'
+#: ``configs.py`` define the configuration types (every entry point that loads a target passes it
+#: to ``harness.spec.configs.add_source``; the engine itself names no suite)
+SUITES = layout.SUITES
+
+#: the built-in reference implementations, the target when no ``--impl`` is given
+DEFAULT_TARGET = "reference"
+#: ``--isolation``: process = the target in its own worker process; none = in the harness's process
+ISOLATION_MODES = ("process", "none")
+DEFAULT_ISOLATION = "process"
+#: seconds the import of a target in its worker may take (``--import-timeout``; transformers takes seconds)
+IMPORT_TIMEOUT_S = 120.0
+#: seconds one conformance call into the target may take (``--impl-timeout`` of check and the
+#: plug-in); the value the plug-in applies is ``harness.boundary.guard.DEFAULT_TIMEOUT``, which equals it
+CALL_TIMEOUT_S = 20.0
+
+
+def targets(args) -> list[str]:
+    """The ``--impl`` specs of a repeatable ``--impl`` (``[DEFAULT_TARGET]`` when none was given)."""
+    return list(args.impl or [DEFAULT_TARGET])
+
+
+def add_impl(p, *, repeatable: bool = False, required: bool = False, help: str | None = None) -> None:
+    """``--impl TARGET``: a module path or a .py file. ``repeatable``: a list, read with ``targets(args)``
+    (None when not given); else one spec, ``DEFAULT_TARGET`` unless ``required``."""
+    if help is None:
+        help = "module path or .py file" + ("; repeatable" if repeatable else "") + \
+            ("" if required else f" (default: {DEFAULT_TARGET})")
+    if repeatable:
+        p.add_argument("--impl", action="append", default=None, metavar="TARGET", help=help)
+    elif required:
+        p.add_argument("--impl", required=True, metavar="TARGET", help=help)
+    else:
+        p.add_argument("--impl", default=DEFAULT_TARGET, metavar="TARGET", help=help)
+
+
+def add_isolation(p, help: str) -> None:
+    """``--isolation process|none`` (default ``DEFAULT_ISOLATION``); ``help`` says what it isolates."""
+    p.add_argument("--isolation", default=DEFAULT_ISOLATION, choices=list(ISOLATION_MODES), help=help)
+
+
+def add_impl_timeout(p, default: float | None = None, help: str | None = None) -> None:
+    """``--impl-timeout SECONDS``: the wall-clock limit of each call into the target (None: the
+    harness's default, ``CALL_TIMEOUT_S``)."""
+    p.add_argument("--impl-timeout", type=float, default=default, metavar="SECONDS",
+                   help=help or f"per-call time limit (default {CALL_TIMEOUT_S:g})")
+
+
+def add_import_timeout(p, default: float | None = None) -> None:
+    """``--import-timeout SECONDS``: the limit on importing the target in its worker (None: the
+    worker's default, ``IMPORT_TIMEOUT_S``)."""
+    p.add_argument("--import-timeout", type=float, default=default, metavar="SECONDS",
+                   help=f"time limit for importing a target in its worker (default {IMPORT_TIMEOUT_S:g})")
+
+
+def add_device(p, default: str = "cpu", help: str | None = None) -> None:
+    """``--device DEVICE`` (a torch device string; ``default`` is the command's)."""
+    p.add_argument("--device", default=default, metavar="DEVICE", help=help or f"torch device (default {default})")
+
+
+def add_triton_interpret(p) -> None:
+    """``--triton-interpret``: run Triton targets under Triton's interpreter (``TRITON_INTERPRET=1``,
+    ``harness.boundary.interpret``) on any device; on a CPU device they are interpreted without it."""
+    p.add_argument("--triton-interpret", action="store_true", default=False,
+                   help="run Triton kernels under Triton's interpreter even on a GPU (on a CPU device "
+                        "they always are)")
+
+
+def add_resume_overwrite(p, resume_help: str, overwrite_help: str) -> None:
+    """``--resume`` / ``--overwrite``, mutually exclusive: what to do with a run folder that holds
+    earlier results (without either, such a folder is refused)."""
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true", help=resume_help)
+    again.add_argument("--overwrite", action="store_true", help=overwrite_help)
+
+
+#: ``--strict`` of the baseline gate (``report`` and ``run``)
+STRICT_GATE_HELP = ("the baseline gate also fails (exit 1) on a point it could not decide: "
+                    "\"undecided (spread X %%)\" (too noisy to detect the gate's stated slowdown) or "
+                    "\"undecided (below resolution)\" (CPU peak memory under the probe's resolution, "
+                    "a baseline of 0 bytes); without it they are counted and shown, not failed")
+
+
+def add_strict_gate(p, help: str = STRICT_GATE_HELP) -> None:
+    """``--strict``: the baseline gate fails on undecided points too (``reports.gate.gate``)."""
+    p.add_argument("--strict", action="store_true", help=help)
