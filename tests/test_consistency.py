@@ -96,7 +96,7 @@ def test_agreeing_targets_pass_require_consistent(pytester, tmp_path):
 
 #: the names tests/planted/consistency/sibling_defaults.py differs from reference on, one way each
 SIBLING_NAMES = ("LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
-                 "attention_varlen", "attention_varlen vs dense", "build_model", "bert_embeddings")
+                 "attention_varlen", "attention_varlen vs dense", "build_model", "bert_embeddings", "rope_frequencies")
 
 
 def test_sibling_paths_disagree_on_each_name(pytester, tmp_path):

@@ -147,8 +147,8 @@ RECORDS: tuple[Name, ...] = (
     # (rope_type linear / dynamic / yarn / llama3 / longrope and their keys; reference/rope_scaling.py)
     Name("rope_frequencies", family="rope_scaling", reference="harness.reference.rope_scaling",
          signature="rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None) -> (inv_freq, attention_factor)",
-         not_compared="rope_scaling.agreement holds every rule to the float64 formulas; a second comparison "
-                      "between targets adds nothing a formula does not say",
+         compared=TOLERANCE + " on the log-frequencies and the log attention factor (every rule, drawn "
+                              "parameters, both sides of the original length)",
          contract="scaled RoPE (context extension), after Hugging Face's `ROPE_INIT_FUNCTIONS`: `inv_freq` "
                   "`(R/2,)` the angle per position of each pair, R = int(dim · `partial_rotary_factor`) the "
                   "rotated dims (dim: the head dim; the factor, default 1, in `scaling` for any rule, the "

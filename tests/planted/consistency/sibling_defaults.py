@@ -17,10 +17,12 @@ Real patterns:
   per sequence with the bottom-right mask too;
 - ``build_model`` is the same encoder with the tanh approximation of GELU (``gelu_pytorch_tanh``,
   a fused kernel's choice) where the sibling uses the exact ``gelu``: same weights, other outputs;
-- ``bert_embeddings`` numbers positions from 2 (RoBERTa's padding_idx + 1) where BERT starts at 0.
+- ``bert_embeddings`` numbers positions from 2 (RoBERTa's padding_idx + 1) where BERT starts at 0;
+- ``rope_frequencies`` leaves the attention factor out (YaRN's mscale, LongRoPE's factor: 1.0 always),
+  the port that copies the frequencies and forgets cos and sin are scaled.
 Caught by: the consistency section (differential LayerNorm, RMSNorm, distillation_loss,
 build_inputs, alibi_slopes, attention_with_kvcache, attention_varlen (and varlen against dense),
-build_model, bert_embeddings).
+build_model, bert_embeddings, rope_frequencies).
 """
 import torch
 
@@ -101,5 +103,10 @@ def bert_embeddings(vocab_size, hidden_size, max_position_embeddings=512, type_v
     return _RobertaPositions(vocab_size, hidden_size, max_position_embeddings, type_vocab_size)
 
 
+def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
+    inv_freq, _ = reference.rope_frequencies(dim, base, scaling, seq_len)
+    return inv_freq, 1.0  # BUG: the attention factor left out
+
+
 __all__ = ["LayerNorm", "RMSNorm", "distillation_loss", "build_inputs", "alibi_slopes", "attention_with_kvcache",
-           "attention_varlen", "MODEL_CLAIM", "build_model", "bert_embeddings"]
+           "attention_varlen", "MODEL_CLAIM", "build_model", "bert_embeddings", "rope_frequencies"]
