@@ -64,3 +64,21 @@ def test_a_report_says_each_property_time_and_its_part_in_the_target(pytester, t
     results = json.loads((report / "conformance.json").read_text())["results"]
     skipped = [r for r in results if r["target"] == "torch.nn"]
     assert skipped and all(r["seconds"] is None and r["target_seconds"] is None for r in skipped)
+
+
+def test_the_time_limit_follows_the_machine_speed():
+    """The per-target limit is set on the reference machine and scaled by this machine's measured
+    single-thread speed: 90 s passes where the machine ran twice as slow, 50 s fails where it ran twice
+    as fast (a fast machine does not hide a slow harness), and an unmeasured machine gets the plain limit."""
+    ref = ct.REFERENCE_MACHINE
+    slow = {k: 2 * v for k, v in ref.items()}
+    fast = {k: v / 2 for k, v in ref.items()}
+    assert abs(ct.speed_factor(slow) - 2.0) < 1e-9 and abs(ct.time_limit(fast) - ct.TIME_LIMIT_S / 2) < 1e-9
+    assert ct.time_limit({}) == ct.TIME_LIMIT_S
+    for machine, t, passed in ((slow, 90.0, True), (fast, 50.0, False), (ref, 50.0, True)):
+        row = _row(1.2, t)
+        row["metrics"]["machine"] = machine
+        check = ct.summary(SimpleNamespace(), [row])[-1]
+        assert check.passed is passed, (machine, t, check.detail)
+    assert "x 2.00" in ct.summary(SimpleNamespace(), [{**_row(1.2, 90.0), "metrics": {**_row(1.2, 90.0)["metrics"],
+                                                                                      "machine": slow}}])[-1].detail
