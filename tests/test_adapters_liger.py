@@ -23,3 +23,37 @@ def test_liger_norms_pass_under_the_interpreter(pytester, tmp_path):
     assert cells["rmsnorm.eps"] == "convention:fixed"
     for prop in ("layernorm.standardized", "norm_grad.rmsnorm", "norm_grad.layernorm"):
         assert cells[prop] == "pass", (prop, cells[prop])
+
+
+LIGER_IN_PLACE = '''
+import torch
+from torch import nn
+from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+from harness.adapters.last_dim_norm import rms_norm_class
+
+HARNESS_CONVENTIONS = {"rmsnorm_eps": "fixed", "rmsnorm_scale": "weight"}
+HARNESS_UNSUPPORTED = {"float64", "autocast"}
+
+
+class _InPlace(nn.Module):
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(n)), eps
+
+    def forward(self, x):  # in_place=True on the dY it is handed (a residual branch's, Gemma 2's sandwich norms)
+        return LigerRMSNormFunction.apply(x, self.weight.to(x.dtype), self.eps, 0.0, "llama", True)
+
+
+RMSNorm = rms_norm_class(_InPlace, 1e-6, "liger's RMSNorm, in place on its incoming gradient")
+'''
+
+
+def test_liger_in_place_on_a_shared_gradient_is_caught(pytester, tmp_path):
+    """liger's ``LigerRMSNormFunction(..., in_place=True)`` (``LigerRMSNorm``'s default) on the dY it is
+    handed writes dX into it: every dx is right, and ``norm_grad.rmsnorm`` fails because the incoming
+    gradient came back changed (the adapter, called as Llama's decoder calls it, gets a fresh dY)."""
+    target = tmp_path / "liger_in_place.py"
+    target.write_text(LIGER_IN_PLACE)
+    result = run_suite(pytester, nodes(test_norm_grad="test_rmsnorm"), [target])
+    result.assert_outcomes(failed=1)
+    assert "wrote into its incoming gradient (grad_output)" in result.stdout.str()

@@ -14,8 +14,11 @@ causes were on the CPU's side, not liger's.
 
 The adapter's own lines: the protocol's constructors (``harness.adapters.last_dim_norm``; no affine:
 a frozen identity weight, zero bias; RMSNorm's ``eps=None`` is liger's default 1e-6, the
-``rmsnorm_eps: fixed`` convention) and a fresh incoming gradient (``in_place=True`` writes dX into
-dY, which the modules' callers never reuse).
+``rmsnorm_eps: fixed`` convention) and a fresh incoming gradient: ``in_place=True`` writes dX into
+dY, which every gradient property now fails ("the backward wrote into its incoming gradient"); in
+Llama's decoder the norm's dY is a buffer autograd made for it alone, so the adapter gives it one, as
+there. Where the same dY reaches another branch (Gemma 2/3's sandwich norms) liger itself passes
+``in_place=False``.
 """
 from __future__ import annotations
 

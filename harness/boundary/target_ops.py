@@ -51,7 +51,9 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
     Returns ``(output detached, [grad of each wrt arg], {param: grad}, why)``; a gradient the
     backward did not reach is None. ``why`` is None, or why the target has no backward: its
     output has no grad_fn, or the backward raised NotImplementedError (or torch's "not
-    implemented" RuntimeError). Any other exception in the backward is the target's error."""
+    implemented" RuntimeError). Any other exception in the backward is the target's error. A
+    backward that writes into ``grad_out`` (dX computed in dY's storage) is an AssertionError, a
+    verdict of every gradient property: autograd hands the same dY to every consumer of the output."""
     if seed is not None:
         return seeded(seed, backward, fn, args, kwargs, wrt, grad_out, module, params)
     args, leaves = _with_leaves(args, wrt)
@@ -72,6 +74,7 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
         why = no_grad_fn(out)
         if why is not None:
             return out.detach() if isinstance(out, torch.Tensor) else out, *none, why
+        kept = grad_out.clone() if isinstance(grad_out, torch.Tensor) else None
         try:
             grads = torch.autograd.grad(out, leaves + tensors, grad_out, allow_unused=True)
         except (NotImplementedError, RuntimeError) as exc:
@@ -79,6 +82,17 @@ def backward(fn: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...], grad
             if why is None:
                 raise
             return out.detach(), *none, why
+        finally:
+            same = None if kept is None else (grad_out == kept) | (grad_out.isnan() & kept.isnan())
+            written = same is not None and not bool(same.all())
+            if written:
+                changed = int((~same).sum())
+                grad_out.copy_(kept)  # (the caller's tensor as it was: in-process, the harness's own)
+        if written:
+            raise AssertionError(
+                f"the backward wrote into its incoming gradient (grad_output): {changed} of {kept.numel()} entries "
+                f"changed; a kernel that reuses dY's storage for dX breaks any graph that uses that gradient "
+                f"elsewhere (a residual branch, a second loss, gradient checkpointing)")
     pgrads = [None if d is None else d.reshape(shape) for d, shape in zip(grads[len(leaves):], shapes)]
     return out.detach(), list(grads[:len(leaves)]), dict(zip(params, pgrads)), None
 
