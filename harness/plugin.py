@@ -25,7 +25,6 @@ from harness.basics import options, scope, versions
 from harness.spec import configs
 from harness.boundary import guard, provided
 from harness.verdicts import session_rows, xfails
-from harness.basics.scope import is_harness_session
 from harness.verdicts.consistency import consistency_check
 from harness.spec.conventions import measured_of, parse_cli
 from harness.boundary.loader import Target, load_target
@@ -113,7 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "do without; reported unsupported when the target declares one")
     config.addinivalue_line("markers", "needs(name): the protocol name a test calls; "
                                        "skipped when the target lacks it")
-    config.stash[_HARNESS_KEY] = harness = is_harness_session(config)
+    config.stash[_HARNESS_KEY] = harness = scope.is_harness_session(config)
     config.stash[_RESULTS_KEY] = rows = []
     config.stash[_CONSISTENCY_KEY] = differential = []
     config.pluginmanager.register(ResultsSink(rows, differential), _SINK_NAME)
@@ -348,9 +347,9 @@ def _call_facts(item: pytest.Item, call, report, target) -> dict:
             facts["convention"] = failure.measured
     labels = target.outcome.labels
     if labels and report.passed:
-        facts["label"] = labels[-1]
-        if measured_of(labels[-1]):
-            facts["convention"] = measured_of(labels[-1])
+        facts["label"], measured = labels[-1], measured_of(labels[-1])
+        if measured:
+            facts["convention"] = measured
     note = target.outcome.unsupported_note()
     if note and not report.skipped:
         facts["unsupported"], facts["unsupported_detail"] = note

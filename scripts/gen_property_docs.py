@@ -71,8 +71,14 @@ def family_heading(family: str, root: Path = ROOT) -> str:
         return "## Across families (`suites/`)\n"
     init = root / "suites" / family / "__init__.py"
     doc = importlib.import_module(f"suites.{family}").__doc__ if init.exists() else None  # as modules() names them
+    title, rest = title_and_rest(doc)
+    return f"## {title or family} (`suites/{family}/`)\n" + (f"\n{rest[:1].upper()}{rest[1:]}\n" if rest else "")
+
+
+def title_and_rest(doc: str | None) -> tuple[str, str]:
+    """A family ``__init__`` docstring's first paragraph split at its first colon: ``Title: what it covers``."""
     title, _, rest = paragraph(doc).partition(": ")
-    return f"## {title.rstrip('.') or family} (`suites/{family}/`)\n" + (f"\n{rest[:1].upper()}{rest[1:]}\n" if rest else "")
+    return title.rstrip("."), rest
 
 
 def render(root: Path = ROOT) -> str:
@@ -117,7 +123,7 @@ SUITES_PAGE = ROOT / "docs" / "suites.md"
 #: the pages with generated blocks (``fill``)
 BLOCK_PAGES = (SUITES_PAGE, ROOT / "docs" / "protocol.md", ROOT / "docs" / "running.md")
 
-#: the generated blocks of the protocol's records: (first line, last line) -> renderer
+#: the generated blocks of the protocol's records: (first line, last line), both kept
 PROTOCOL_TABLE = ("<!-- BEGIN protocol table: generated -->", "<!-- END protocol table -->")
 COMPARED_TABLE = ("<!-- BEGIN compared: generated -->", "<!-- END compared -->")
 NOTICE = (f"<!-- from the records in harness/spec/protocol.py by `{COMMAND}`: edit the records, then rerun it "
@@ -126,8 +132,7 @@ NOTICE = (f"<!-- from the records in harness/spec/protocol.py by `{COMMAND}`: ed
 
 def family_title(family: str) -> str:
     """A family's title: its ``suites/<family>/__init__.py`` docstring up to the first colon."""
-    doc = importlib.import_module(f"harness.suites.{family}").__doc__
-    return paragraph(doc).partition(": ")[0].rstrip(".") or family
+    return title_and_rest(importlib.import_module(f"harness.suites.{family}").__doc__)[0] or family
 
 
 def protocol_table() -> str:
@@ -135,7 +140,7 @@ def protocol_table() -> str:
     order of first appearance, each family under its title."""
     from harness.spec import protocol
     lines = ["| name | contract |", "|---|---|"]
-    for family in dict.fromkeys(r.family for r in protocol.RECORDS):
+    for family in protocol.FAMILIES:
         lines.append(f"| **{family_title(family)}** | |")
         lines += [f"| `{cell(r.signature)}` | {cell(r.contract)} |" for r in protocol.RECORDS if r.family == family]
     return "\n".join(lines) + "\n"
@@ -150,24 +155,21 @@ def compared_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def between(page: str, markers: tuple[str, str], body: str) -> str:
-    """``page`` with the block between ``markers`` (kept) replaced by ``body``."""
-    begin, end = markers
+def replaced(page: str, begin: str, end: str, block: str) -> str:
+    """``page`` with its block from the line ``begin`` to ``end`` (markers included) replaced by ``block``."""
     head, rest = page.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    return head + begin + "\n" + body + end + tail
+    return head + block + rest.split(end, 1)[1]
 
 
 def fill(page: str) -> str:
     """``page`` with each generated block it holds written anew."""
     from harness.suites import pairwise
-    if pairwise.DOCS_BEGIN in page:
-        head, rest = page.split(pairwise.DOCS_BEGIN, 1)
-        page = head + pairwise.render_docs() + rest.split(pairwise.DOCS_END, 1)[1]
-    if PROTOCOL_TABLE[0] in page:
-        page = between(page, PROTOCOL_TABLE, NOTICE + protocol_table())
-    if COMPARED_TABLE[0] in page:
-        page = between(page, COMPARED_TABLE, NOTICE + compared_table())
+    blocks = {(pairwise.DOCS_BEGIN, pairwise.DOCS_END): pairwise.render_docs,  # (its markers are its own)
+              PROTOCOL_TABLE: lambda: PROTOCOL_TABLE[0] + "\n" + NOTICE + protocol_table() + PROTOCOL_TABLE[1],
+              COMPARED_TABLE: lambda: COMPARED_TABLE[0] + "\n" + NOTICE + compared_table() + COMPARED_TABLE[1]}
+    for (begin, end), render_block in blocks.items():
+        if begin in page:
+            page = replaced(page, begin, end, render_block())
     return page
 
 

@@ -35,13 +35,14 @@ from typing import Any, Callable
 
 import pytest
 import torch
-from hypothesis import Phase, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harness import runner
 from harness.spec import protocol
 from harness.spec.configs import Config, HistoryConfig
 from harness.suites.kit import ConventionMismatch, ImplementationError
+from harness.suites.strategies import NO_SHRINK
 from harness.boundary.isolation import WorkerLost
 
 #: at most this many other calls between the first call and its repeat
@@ -239,14 +240,10 @@ def build(spec: History, module: str) -> tuple[Callable, Callable]:
     return check, pytest.mark.needs(spec.name)(test)
 
 
-#: Hypothesis' phases without shrinking (a history whose check is too costly to repeat)
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
-
-
 def declared(families=None) -> dict[str, "History"]:
     """name -> History of every family's ``specs.HISTORIES`` (families in the records' order)."""
     out: dict[str, History] = {}
-    for family in families or dict.fromkeys(r.family for r in protocol.RECORDS):
+    for family in families or protocol.FAMILIES:
         for spec in getattr(importlib.import_module(f"harness.suites.{family}.specs"), "HISTORIES", ()):
             if protocol.NAMES[spec.name].family != family or spec.name in out:
                 raise ValueError(f"history of {spec.name}: declared in suites/{family}/specs.py, "

@@ -173,10 +173,10 @@ def summary(ctx: Context, rows: list[dict]) -> list[Check]:
                             f"{phases['target_calls_s']:.1f} s, the harness {phases['harness_s']:.1f} s; slowest: "
                             f"{slow}; this machine: matmul {machine.get('matmul_ms', float('nan')):.0f} ms, "
                             f"Python loop {machine.get('python_loop_ms', float('nan')):.0f} ms"))
+    scaled = (f" ({TIME_LIMIT_S:.0f} s on the reference machine x {factor:.2f}: this one's matmul "
+              f"{machine['matmul_ms']:.0f} ms, Python loop {machine['python_loop_ms']:.0f} ms)") if factor else ""
     return checks + [Check("isolation overhead (process / in-process, CI profile)",
                   None if ratio is None else ratio <= OVERHEAD_LIMIT,
                   f"{ratio:.2f}x ({m.get('time_none_s', float('nan')):.1f} s -> {t:.1f} s), limit {OVERHEAD_LIMIT}x"),
             Check("conformance time per target (CI profile, isolated)", None if t is None else t <= limit,
-                  f"{t:.1f} s, limit {limit:.0f} s" + (f" ({TIME_LIMIT_S:.0f} s on the reference machine x {factor:.2f}: "
-                                                        f"this one's matmul {machine['matmul_ms']:.0f} ms, Python loop "
-                                                        f"{machine['python_loop_ms']:.0f} ms)" if factor else ""))]
+                  f"{t:.1f} s, limit {limit:.0f} s{scaled}")]

@@ -17,6 +17,7 @@ any callable a suite passes), ``harness.boundary.worker`` next to the target's o
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -54,6 +55,15 @@ class CallLimit:
     #: wall seconds spent in this target's calls (a worker's round trip included), for the
     #: per-property timing of the conformance report (``harness.plugin``: the difference per test)
     spent: float = 0.0
+
+    @contextlib.contextmanager
+    def timed(self):
+        """Count the wall time of the block as the target's (``spent``): a call here, a worker's round trip."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent += time.perf_counter() - start
 
     def first_call(self, name: str) -> bool:
         """Whether this is ``name``'s first call (here, or in the current worker); noted."""
@@ -191,13 +201,10 @@ def call(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -
     """Call ``fn(*args, **kwargs)`` under the call rules and the target's ``limit`` (``target.limit``);
     see the module docstring. A handle into a target's worker (``harness.boundary.handles.Remote``) is
     called there, under the same rules and its worker's limit."""
-    start = time.perf_counter()
-    try:
+    with limit.timed():
         if isinstance(fn, Remote):
             return call_remote(fn, name, args, kwargs)
         return _call_here(limit, fn, name, *args, **kwargs)
-    finally:
-        limit.spent += time.perf_counter() - start
 
 
 def _call_here(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: Any) -> Any:

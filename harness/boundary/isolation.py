@@ -14,7 +14,8 @@ target; references, the tolerance policy and every comparison stay in this proce
 - Output the target prints is captured per call and capped (first and last KiB).
 Handles (``Remote``) stand for the worker's objects; plain data comes back by value. A call may be read
 later (``send`` returns a ``harness.boundary.pending.Pending``; one request in flight). ``WorkerBackend`` is a
-``Target``'s worker backend (``harness.boundary.in_process`` the other); the worker applies ``harness.boundary.guard``'s rules.
+``Target``'s worker backend (``harness.boundary.in_process`` the other); the worker applies the call
+rules of ``harness.boundary.guard``.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ import os
 import select
 import signal
 import sys
-import time
 
 import torch
 
@@ -260,14 +260,9 @@ class WorkerBackend:
         build, ``target_ops.builds``, under the import limit); ``wait=False``: a ``Pending`` of it."""
         limit = dict(timeout=max(self.timeout, self.import_timeout), limit_name="--import-timeout") \
             if getattr(fn, "builds", False) else {}
-        start = time.perf_counter()
-        flight = self.send(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True, **limit)
-        if not wait:
-            return flight
-        try:  # (counted as the target's time, as the in-process backend's guard.call counts it)
-            return flight.result()
-        finally:
-            self.limit.spent += time.perf_counter() - start
+        with self.limit.timed() if wait else contextlib.nullcontext():  # (the target's time, as guard.call counts it)
+            flight = self.send(("apply", fn, args, kwargs, self._ctx()), what, harness_code=True, **limit)
+            return flight.result() if wait else flight
 
     def seed_next(self, seed: int) -> None:
         """Seed torch's RNG in the worker (``target_ops.manual_seed``) before its next request."""

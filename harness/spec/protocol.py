@@ -36,7 +36,7 @@ import inspect
 
 from harness.spec.name_record import Name, params_of
 
-__all__ = ["Name", "params_of", "RECORDS", "NAMES", "FEATURES", "MUTABLE", "NO_ALIAS", "TENSORS", "TENSORS_NAMED_AS",
+__all__ = ["Name", "params_of", "RECORDS", "NAMES", "FAMILIES", "FEATURES", "MUTABLE", "NO_ALIAS", "TENSORS", "TENSORS_NAMED_AS",
            "NOT_COMPARED", "COMPARED",
            "signature_problem", "lacking_features"]
 
@@ -274,6 +274,8 @@ RECORDS: tuple[Name, ...] = (
 # ---- the tables derived from the records ---------------------------------------------------------
 
 NAMES: dict[str, Name] = {r.name: r for r in RECORDS}
+#: the families (``suites/<family>/``), in the records' order of first appearance
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(r.family for r in RECORDS))
 
 
 def _features() -> dict[str, str]:

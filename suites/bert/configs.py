@@ -13,16 +13,10 @@ import math
 from dataclasses import dataclass
 
 import torch
-from hypothesis import Phase
 from hypothesis import strategies as st
 
 from harness.suites.strategies import SEED
 from harness.spec.configs import Config, register
-
-#: phases of the BERT-family tests: a failing configuration is reported as drawn, not shrunk.
-#: Their examples are large samples or models and the configurations little more than a seed
-#: (shrinking a seed means nothing, and would rerun a multi-second example hundreds of times).
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 
 #: special token ids in the MLM batches; ordinary words are FIRST_WORD .. vocab_size - 1
 PAD, CLS, SEP, FIRST_WORD = 0, 1, 2, 4

@@ -40,7 +40,7 @@ def nsp_once(target, cfg):
     return [[torch.as_tensor(list(a)), torch.as_tensor(list(b)), int(label)] for a, b, label in pairs]
 
 
-#: the factories have none (see above); each history of a model name builds small models: 5 examples, no shrinking
+#: the functions with no history, and why (the factories: see the module docstring)
 NO_HISTORY = {"build_model": "a factory: each call builds a new model (models.dependency checks it)",
               "build_bert": "a factory: each call builds a new model (models.param_count checks it)"}
 
@@ -49,7 +49,7 @@ HISTORIES = (
             keep=("classes", "dtype")),
     History(name="build_inputs", configs=inputs_configs(), judge=models_suite.check_special_placement, shrink=False),
     History(name="bert_embeddings", configs=embedding_configs(), judge=models_suite.check_embedding_sum,
-            keep=(("vocab_size", "hidden_size"),), max_examples=5, shrink=False),
+            keep=(("vocab_size", "hidden_size"),), max_examples=5, shrink=False),  # (builds models: 5 examples)
     History(name="mask_tokens", configs=mlm_configs("small"), judge=mask_once, sampler=True, shrink=False,
             keep=(("rows", "length"), ("vocab_size", "mask_token_id"), "mlm_probability")),
     History(name="span_corruption", configs=span_configs(), judge=span_once, sampler=True, shrink=False,

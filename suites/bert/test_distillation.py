@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.spec import tolerance
-from harness.suites.bert.configs import NO_SHRINK, distill_configs, wide_dtypes
+from harness.suites.bert.configs import distill_configs, wide_dtypes
+from harness.suites.strategies import NO_SHRINK
 from harness.suites.kit import ImplementationError, impl, on_target, run
 from harness.boundary.target_ops import vjp
 from harness.reference.distillation import cross_entropy_math, distillation_kl_div, distillation_math

@@ -25,7 +25,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.suites.bert.configs import DELTA, NO_SHRINK, MLMConfig, hoeffding_radius, mlm_configs
+from harness.suites.bert.configs import DELTA, MLMConfig, hoeffding_radius, mlm_configs
+from harness.suites.strategies import NO_SHRINK
 from harness.suites.kit import ImplementationError, check_convention, impl, manual_seed, record_label, run
 
 PROPERTY_PREFIX = "mlm"

@@ -19,7 +19,8 @@ from hypothesis import example, given, settings
 
 from harness.spec import tolerance
 from harness.boundary import guard
-from harness.suites.bert.configs import (DELTA, NO_SHRINK, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
+from harness.suites.strategies import NO_SHRINK
+from harness.suites.bert.configs import (DELTA, SENTENCE_BASE, ModelConfig, NSPConfig, embedding_configs,
                                   hoeffding_radius, inputs_configs, model_configs, nsp_configs)
 from harness.suites.kit import ImplementationError, impl, is_module, manual_seed, on_target, record_label, run
 from harness.boundary.target_ops import attribute_tensor, count_parameters, seeded

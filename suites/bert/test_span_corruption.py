@@ -21,7 +21,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from harness.suites.bert.configs import DELTA, NO_SHRINK, SpanConfig, empirical_bernstein_radius, span_configs
+from harness.suites.bert.configs import DELTA, SpanConfig, empirical_bernstein_radius, span_configs
+from harness.suites.strategies import NO_SHRINK
 from harness.suites.kit import ImplementationError, call_each, impl, manual_seed, run
 
 PROPERTY_PREFIX = "span_corruption"

@@ -86,7 +86,7 @@ def declared_cases(families=None) -> dict[str, Case]:
     """name -> Case of every family's ``specs.CASES`` (families and names in the records' order); a
     Case declared outside its name's family is an error."""
     found: dict[str, Case] = {}
-    for family in families or dict.fromkeys(r.family for r in protocol.RECORDS):
+    for family in families or protocol.FAMILIES:
         for name, case in getattr(importlib.import_module(f"harness.suites.{family}.specs"), "CASES", {}).items():
             if protocol.NAMES[name].family != family:
                 raise ValueError(f"the Case of {name} is declared in suites/{family}/specs.py, not its family's")

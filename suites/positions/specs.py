@@ -11,7 +11,6 @@ float32 bucket boundary, ``sinusoidal_position_embedding`` with each table in it
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import replace
 
 import torch
@@ -42,7 +41,7 @@ def rope_calls(draw):
     cfg = draw(rope_configs())
     offset = draw(st.sampled_from([0, 0, 1, 2]).flatmap(lambda k: st.just(0) if k == 0 else (
         st.integers(1, 64) if k == 1 else st.integers(65, 4000))))  # 0 half the time
-    return dataclasses.replace(cfg, spread=draw(st.sampled_from([0, 0, 0, 8])),
+    return replace(cfg, spread=draw(st.sampled_from([0, 0, 0, 8])),
                                per_batch=draw(st.sampled_from([False, False, False, True])), offset=offset)
 
 
@@ -58,9 +57,9 @@ _ROPE = RopeConfig(batch=1, heads=2, L=8, D=16, dtype="float32", base=10000.0, o
 #: than cached (an offset cache stores the rows of positions o.. as rows 0..), after a longer one,
 #: and after the same call in another dtype
 ROPE_HISTORIES = (
-    _rope_history(_ROPE, dataclasses.replace(_ROPE, offset=3, L=12, seed=2), _ROPE),
-    _rope_history(_ROPE, dataclasses.replace(_ROPE, L=40, seed=3), dataclasses.replace(_ROPE, L=5, seed=4)),
-    _rope_history(_ROPE, dataclasses.replace(_ROPE, dtype="bfloat16", offset=2, seed=5)),
+    _rope_history(_ROPE, replace(_ROPE, offset=3, L=12, seed=2), _ROPE),
+    _rope_history(_ROPE, replace(_ROPE, L=40, seed=3), replace(_ROPE, L=5, seed=4)),
+    _rope_history(_ROPE, replace(_ROPE, dtype="bfloat16", offset=2, seed=5)),
 )
 
 
