@@ -52,6 +52,8 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("hf_positions", "transformers' Llama RoPE, Bloom ALiBi, T5 bias, DistilBERT sinusoidal"),
     _adapter("hf_rope_scaling", "transformers' ROPE_INIT_FUNCTIONS (linear, dynamic, yarn, llama3, longrope) as its "
              "models call them, with a model config"),
+    _adapter("hf_scaled_rope", "transformers' GPT-NeoX rotary module with dynamic_rope_update and its partial-rotary "
+             "apply_rotary_pos_emb (rotate_half and grow_until_reset declared)"),
     _adapter("hf_llama_rmsnorm", "transformers' LlamaRMSNorm (fixed eps declared)"),
     _adapter("hf_t5_layernorm", "transformers' T5LayerNorm (an RMS norm; fixed eps declared)"),
     _adapter("hf_gemma_rmsnorm", "transformers' GemmaRMSNorm (1 + weight declared)"),
@@ -71,6 +73,8 @@ CONTROLS: tuple[Control, ...] = (
              "torch SDPA (one cache position per batch: ragged lengths unsupported)", library=_TT),
     _adapter("torchtune_rope_scaling", "torchtune's Llama3ScaledRoPE (llama3) and RotaryPositionalEmbeddings (plain) "
              "theta buffers as rope_frequencies; its other rules do not exist (unsupported)", library=_TT),
+    _adapter("torchtune_scaled_rope", "torchtune's Llama3ScaledRoPE (llama3) and RotaryPositionalEmbeddings (plain) "
+             "called as its attention calls them, as ScaledRotaryEmbedding", library=_TT),
     _adapter("xtransformers_positions", "x-transformers 2.x: RoPE, ALiBi, T5 bias, sinusoidal, learned table",
              library=_XT),
     _adapter("xtransformers_attention", "x-transformers 2.x's Attend kernel (its own einsum path): SDPA and a KV "
@@ -78,6 +82,8 @@ CONTROLS: tuple[Control, ...] = (
              library=_XT),
     _adapter("xtransformers_rope_scaling", "x-transformers 2.x's RotaryEmbedding with interpolation_factor (the "
              "linear rule; the others do not exist there: unsupported)", library=_XT),
+    _adapter("xtransformers_scaled_rope", "x-transformers 2.x's RotaryEmbedding and apply_rotary_pos_emb (linear "
+             "rule, native partial rotary dims) as ScaledRotaryEmbedding", library=_XT),
     _adapter("rotary_embedding_torch", "the installed rotary-embedding-torch (after the 0.8.3 cache fix)",
              library=_RET),
     _adapter("rotary_embedding_torch_0_2_7", "0.2.7 fixed 0.2.6's cache keyed on the length only",
@@ -132,6 +138,8 @@ KNOWN_BUGGY: dict[str, str] = {
     "liger_positions": "liger-kernel 0.8.5's RoPE on a contiguous (B, H, 1, D) q rotates the rows wrong: its row "
                        "stride is read from the size-1 L dim (rope.agreement at L = 1; found by the sweep, "
                        "2026-12-03; 0.8.5 is the newest release)",
+    "hf_rope_4_38_2": "transformers 4.38.2's dynamic NTK rotary module never restores its base after a long call "
+                      "(scaled_rope_module.call_sequences)",
     "onnx_norms": "onnx 1.23.2's reference evaluator computes LayerNormalization's and RMSNormalization's statistics "
                   "in float16 for float16 inputs, not in stash_type's float32: x^2 overflows from |x| = 256 "
                   "(rmsnorm.large_values, layernorm.large_values; found 2026-12-07; 1.23.2 is the newest release)",

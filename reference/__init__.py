@@ -16,6 +16,7 @@ from harness.reference.sinusoidal import sinusoidal_position_embedding
 from harness.reference.learned_positions import LearnedPositionEmbedding
 from harness.reference.rope import RotaryEmbedding, apply_rotary_embedding
 from harness.reference.rope_scaling import rope_frequencies
+from harness.reference.scaled_rope import ScaledRotaryEmbedding
 from harness.reference.alibi import AlibiPositionalBias, alibi_bias, alibi_slopes
 from harness.reference.t5_bucket import t5_relative_position_bucket
 from harness.reference.t5_bias import T5RelativePositionBias, t5_relative_position_bias
@@ -28,7 +29,7 @@ from harness.reference.bert import bert_embeddings, build_bert, build_inputs, ma
 __all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache", "attention_varlen",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
-           "rope_frequencies",
+           "rope_frequencies", "ScaledRotaryEmbedding",
            "alibi_slopes", "alibi_bias", "AlibiPositionalBias", "t5_relative_position_bucket",
            "t5_relative_position_bias", "T5RelativePositionBias",
            "mask_tokens", "distillation_loss", "span_corruption",

@@ -27,6 +27,7 @@ RELEASES = {f"harness.adapters.{m}": r for m, r in {
     "xtransformers_1_0_2_t5_bias": ("xt-1.0.2", "x-transformers", "1.0.2"),
     "xtransformers_1_22_16_alibi": ("xt-1.22.16", "x-transformers", "1.22.16"),
     "xtransformers_1_22_17_alibi": ("xt-1.22.17", "x-transformers", "1.22.17"),
+    "hf_rope_4_38_2": ("tf-4.38.2", "transformers", "4.38.2"),
 }.items()}
 
 

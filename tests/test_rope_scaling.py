@@ -1,6 +1,8 @@
-"""Scaled RoPE (``rope_frequencies``, ``suites/rope_scaling/``): the planted family's correct base, the
-float64 reference and Hugging Face transformers' own initializers pass every property; the planted
-bugs (``tests/planted/rope_scaling/``) are run by ``tests/test_planted_bugs.py``."""
+"""Scaled RoPE (``rope_frequencies`` and the stateful ``ScaledRotaryEmbedding``, ``suites/rope_scaling/``):
+the planted family's correct base, the float64 reference and Hugging Face transformers' own
+initializers and rotary module pass every property; the dynamic rule's memory is measured and named
+(``dynamic_update``); the planted bugs (``tests/planted/rope_scaling/``) are run by
+``tests/test_planted_bugs.py``."""
 from __future__ import annotations
 
 import pytest
@@ -24,6 +26,35 @@ def test_correct_scaled_ropes_pass_every_property(pytester, tmp_path):
             assert cell == "pass", (prop, target, cell)
 
 
+def test_correct_scaled_rope_modules_pass_every_property(pytester, tmp_path):
+    """The reference (per_call), the planted family's HF-style module and transformers' GPT-NeoX rotary
+    module (both grow_until_reset, declared) pass every ``scaled_rope_module`` property."""
+    report = tmp_path / "report"
+    targets = [str(BASE), "reference", "harness.adapters.hf_scaled_rope"]
+    result = run_suite(pytester, [suite_file("test_scaled_rope_module.py")], targets, None,
+                       "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
+    cells = conformance(report)
+    props = {p for p, _ in cells if p.startswith("scaled_rope_module.")}
+    assert len(props) == len(suite_tests("test_scaled_rope_module.py")), props
+    for (prop, target), cell in cells.items():
+        assert cell.startswith("convention:"), (prop, target, cell)  # every one names its pairing
+
+
+@pytest.mark.parametrize("target, declared, measured", [
+    ("harness.adapters.hf_scaled_rope", "per_call", "grow_until_reset"),
+    ("reference", "grow_until_reset", "per_call")])
+def test_dynamic_update_is_measured_and_named(pytester, target, declared, measured):
+    """A module declared with the other ``dynamic_update`` fails by the named convention (the measured
+    one in the message), not as a bug: transformers' module grows until reset, the reference follows
+    each call."""
+    result = run_suite(pytester, nodes(test_scaled_rope_module="test_call_sequences"), [target], None,
+                       "--convention", f"dynamic_update={declared}")
+    out = result.stdout.str()
+    assert result.parseoutcomes().get("failed", 0) == 1, out[-4000:]
+    assert f"dynamic_update: the code follows {measured}" in out, out[-4000:]
+
+
 @pytest.mark.optional_libs("torchtune", "x_transformers")
 def test_torchtune_and_xtransformers_scaled_ropes_pass(pytester, tmp_path):
     """torchtune's ``Llama3ScaledRoPE`` (``harness.adapters.torchtune_rope_scaling``) and x-transformers'
@@ -40,3 +71,21 @@ def test_torchtune_and_xtransformers_scaled_ropes_pass(pytester, tmp_path):
         assert cells[(f"rope_scaling.{prop}", target)].startswith("pass"), cells
     assert cells[("rope_scaling.yarn", tt)].startswith("unsupported"), cells
     assert cells[("rope_scaling.llama3_bands", xt)].startswith("unsupported"), cells
+
+
+@pytest.mark.optional_libs("torchtune", "x_transformers")
+def test_torchtune_and_xtransformers_scaled_rope_modules_pass(pytester, tmp_path):
+    """torchtune's ``Llama3ScaledRoPE`` and x-transformers' rotary embedding, called as their attention
+    layers call them (``*_scaled_rope``): every module property passes on the rules each has (the
+    rest unsupported, never failed); x-transformers' native partial rotary dims pass through."""
+    report = tmp_path / "report"
+    tt, xt = "harness.adapters.torchtune_scaled_rope", "harness.adapters.xtransformers_scaled_rope"
+    result = run_suite(pytester, [suite_file("test_scaled_rope_module.py")], [tt, xt], None,
+                       "--conformance-report", str(report))
+    assert result.parseoutcomes().get("failed", 0) == 0, result.stdout.str()[-4000:]
+    cells = conformance(report)
+    for prop in ("call_sequences", "relative", "norms"):
+        for target in (tt, xt):
+            assert cells[(f"scaled_rope_module.{prop}", target)].startswith("convention:"), cells
+    assert cells[("scaled_rope_module.passthrough", xt)].startswith("convention:"), cells
+    assert cells[("scaled_rope_module.passthrough", tt)].startswith("unsupported"), cells

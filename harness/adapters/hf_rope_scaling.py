@@ -33,8 +33,8 @@ for _name in ("transformers.modeling_rope_utils", "transformers.configuration_ut
     logging.getLogger(_name).setLevel(logging.ERROR)
 
 
-def config_for(dim: int, base: float, scaling: dict | None) -> LlamaConfig:
-    """The model config a transformers model would carry for ``scaling``."""
+def config_for(dim: int, base: float, scaling: dict | None, config_cls=LlamaConfig):
+    """The model config (a ``config_cls``, one head of ``dim``) a transformers model would carry for ``scaling``."""
     params = {"rope_type": "default", **{k: v for k, v in (scaling or {}).items() if k != "max_position_embeddings"},
               "rope_theta": float(base)}
     orig = params.get("original_max_position_embeddings")
@@ -42,8 +42,9 @@ def config_for(dim: int, base: float, scaling: dict | None) -> LlamaConfig:
         max_pos = orig or 2048
     else:
         max_pos = (scaling or {}).get("max_position_embeddings") or int(round(float(params["factor"]) * orig))
-    return LlamaConfig(head_dim=dim, hidden_size=dim, num_attention_heads=1, rope_parameters=params,
-                       max_position_embeddings=max_pos)
+    head = {"head_dim": dim} if config_cls is LlamaConfig else {}
+    return config_cls(**head, hidden_size=dim, num_attention_heads=1, rope_parameters=params,
+                      max_position_embeddings=max_pos)
 
 
 def rope_frequencies(dim, base=10000.0, scaling=None, seq_len=None):

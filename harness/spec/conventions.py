@@ -58,6 +58,12 @@ KNOWN: dict[str, Convention] = {c.key: c for c in [
         "rotate_half": "GPT-NeoX / Llama: pairs (i, i + D/2)",
         "interleaved": "GPT-J / Meta: pairs (2i, 2i + 1)",
     }),
+    Convention("dynamic_update", None, {
+        "per_call": "the protocol's reference: each call's NTK base follows that call's own length "
+                    "(max position + 1)",
+        "grow_until_reset": "Hugging Face's dynamic_rope_update: the base of the longest length seen, back to "
+                            "the original only when a call is shorter than original_max_position_embeddings",
+    }),
     Convention("sinusoidal_layout", "interleaved", {
         "interleaved": "Vaswani et al.: PE(m, 2i) = sin, PE(m, 2i+1) = cos",
         "concatenated": "tensor2tensor / fairseq: [sin ..., cos ...]",

@@ -163,6 +163,17 @@ RECORDS: tuple[Name, ...] = (
                   "`attention_factor`; long factors when `seq_len` > the original length); `factor` is explicit "
                   "(a `max_position_embeddings` key is a model config's and must not replace it). Formulas: "
                   "`reference/rope_scaling.py`."),
+    Name("ScaledRotaryEmbedding", family="rope_scaling", reference="harness.reference.scaled_rope", kind="class",
+         signature="ScaledRotaryEmbedding(dim, base=10000.0, scaling=None); forward(x (B, H, L, D), positions (L,))",
+         not_compared="the stateful form: rope_frequencies is compared; call sequences are scaled_rope_module's",
+         contract="the rotary module a model builds once with a scaling rule (Hugging Face's rotary embeddings "
+                  "with `dynamic_rope_update`, torchtune's `Llama3ScaledRoPE`) and calls with growing and "
+                  "shorter sequences: `forward` rotates the first R dims of x (R as in `rope_frequencies`) at "
+                  "`positions` by the frequencies of `scaling` at seq_len = max(positions) + 1, multiplies them "
+                  "by the attention factor and passes dims R … D − 1 through untouched; in x's dtype and on its "
+                  "device. Pairing (`rope_layout`) and the dynamic rule's memory (`dynamic_update`: `per_call`, "
+                  "or Hugging Face's `grow_until_reset`) are named conventions; a call shorter than the original "
+                  "length is plain RoPE whatever came before."),
     Name("alibi_slopes", family="positions", reference="harness.reference.alibi",
          signature="alibi_slopes(num_heads) -> Tensor[H]", compared=TOLERANCE,
          contract="the ALiBi paper's get_slopes."),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import torch
 from hypothesis import strategies as st
 
-from harness.spec.configs import Config, register
+from harness.spec.configs import DTYPES, Config, register
 from harness.suites.strategies import SEED
 
 #: the rules with a scaling (``default`` is plain RoPE)
@@ -125,3 +125,75 @@ def at_factor_one(cfg: RopeScalingConfig) -> RopeScalingConfig:
 def whole(cfg: RopeScalingConfig) -> RopeScalingConfig:
     """The same call over a head dim that is the rotary dim (no partial factor)."""
     return replace(cfg, dim=cfg.rotary_dim, partial=1.0)
+
+
+# ---- the stateful scaled rotary module: a module built once, then a sequence of calls ---------------
+
+@register
+@dataclass(frozen=True)
+class ScaledRopeCallsConfig(RopeScalingConfig):
+    """``ScaledRotaryEmbedding(dim, base, scaling)`` built once (the rule's fields as above; ``seq_len``
+    and ``max_pos`` unused: 0), then called once per entry of ``calls``: ``(L, offset, dtype, device)``
+    gives ``forward(x, positions)`` with x (batch, heads, L, dim) of that dtype on that device and
+    positions offset .. offset + L - 1 (a call's length for the rule: offset + L); x is drawn from
+    ``seed`` and the call's index."""
+
+    batch: int = 1
+    heads: int = 1
+    calls: tuple[tuple[int, int, str, str], ...] = ()
+
+    def __post_init__(self):  # JSON gives lists: calls stay hashable tuples
+        object.__setattr__(self, "calls", tuple(tuple(c) for c in self.calls))
+
+    def then(self, L: int, offset: int, dtype: str, device: str) -> "ScaledRopeCallsConfig":
+        """This sequence with one more call."""
+        return replace(self, calls=self.calls + ((int(L), int(offset), str(dtype), str(device)),))
+
+    def x(self, index: int) -> torch.Tensor:
+        """The input of call ``index``: (batch, heads, L, dim) in its dtype on its device."""
+        L, _, dtype, device = self.calls[index]
+        g = self.generator(salt=100 + index)
+        return torch.randn(self.batch, self.heads, L, self.dim, generator=g).to(DTYPES[dtype]).to(device)
+
+    def positions(self, index: int) -> torch.Tensor:
+        """offset .. offset + L - 1 of call ``index``: (L,) int64 on the CPU."""
+        L, offset = self.calls[index][:2]
+        return torch.arange(L) + offset
+
+    @property
+    def dtype(self) -> str | None:
+        """The dtype of a one-call configuration (what a target's declared dtypes rule in or out; a
+        sequence's calls are drawn from the declared dtypes)."""
+        return self.calls[0][2] if len(self.calls) == 1 else None
+
+    def lengths(self, upto: int) -> list[int]:
+        """Each call's length for the rule (max position + 1), calls 0 .. ``upto``."""
+        return [c[0] + c[1] for c in self.calls[: upto + 1]]
+
+    @property
+    def max_position(self) -> int:
+        """Every position a call uses is below this: four times the original length, plus a margin."""
+        return 4 * self.orig + 64
+
+    def constructed(self) -> str:
+        return f"ScaledRotaryEmbedding({self.dim}, base={self.base:g}, scaling={self.scaling()})"
+
+    def describe(self, index: int) -> str:
+        L, offset, dtype, device = self.calls[index]
+        return (f"call {index + 1} of {len(self.calls)}: forward(x ({self.batch}, {self.heads}, {L}, {self.dim}) "
+                f"{dtype} on {device}, positions {offset}..{offset + L - 1}) of {self.constructed()}")
+
+
+#: original lengths of the module's configurations: small, so that positions past them stay exact
+#: and cheap (every rule's formula is the same at any length)
+MODULE_ORIG = st.one_of(st.sampled_from([16, 32, 64, 100, 128, 256]), st.integers(8, 256))
+
+
+@st.composite
+def module_configs(draw, rules=("default",) + RULES, partial=None) -> ScaledRopeCallsConfig:
+    """A module configuration (no calls yet): a rule of ``rules`` drawn as ``scaling_configs`` draws
+    it, with an original length of ``MODULE_ORIG``; ``partial`` as there."""
+    cfg = draw(scaling_configs(rules=rules, partial=partial))
+    return ScaledRopeCallsConfig(**{**{f: getattr(cfg, f) for f in RopeScalingConfig.__dataclass_fields__},
+                                    "orig": draw(MODULE_ORIG), "seq_len": 0, "max_pos": 0},
+                                 batch=draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)))

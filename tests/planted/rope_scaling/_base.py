@@ -13,7 +13,10 @@ mistake and exports the protocol name::
 
     rope_frequencies = Planted().rope_frequencies
 
-Unmodified, it passes every ``rope_scaling`` property (tests/test_rope_scaling.py checks it).
+Unmodified, it passes every ``rope_scaling`` property (tests/test_rope_scaling.py checks it). The
+stateful module ``ScaledRope`` (exported as ``ScaledRotaryEmbedding``, at the end) is built on it the
+same way: a planted module bug subclasses it, overrides one hook and exports the name with the
+declarations below it.
 """
 from __future__ import annotations
 
@@ -115,3 +118,63 @@ class Scaling:
 
 
 rope_frequencies = Scaling().rope_frequencies
+
+
+# ---- the stateful module (``ScaledRotaryEmbedding``), written as Hugging Face's rotary modules are -----
+
+from torch import nn  # noqa: E402
+
+
+class ScaledRope(nn.Module):
+    """A correct scaled rotary module: float32 tables from ``Scaling``, rotate-half pairs over the first R
+    dims, the rest passed through, the dynamic rule's base grown with the longest length and reset
+    below the original one (``dynamic_update`` grow_until_reset, declared in every file of this folder
+    that exports it), LongRoPE's factors chosen per call. Planted module bugs override ONE hook and
+    export ``ScaledRotaryEmbedding``."""
+
+    frequencies = Scaling
+
+    def __init__(self, dim, base=10000.0, scaling=None):
+        super().__init__()
+        self.dim, self.base, self.scaling = dim, base, scaling
+        self.rule = (scaling or {}).get("rope_type", "default")
+        self.orig = (scaling or {}).get("original_max_position_embeddings")
+        self.cached = self.orig
+        self.inv, self.att = self.frequencies().rope_frequencies(dim, base, scaling, None)
+        self.original = self.inv
+
+    def seq_len(self, x, positions):
+        return int(positions.max()) + 1
+
+    def update(self, seq_len):
+        if self.rule == "longrope":
+            self.inv, self.att = self.frequencies().rope_frequencies(self.dim, self.base, self.scaling, seq_len)
+        if self.rule != "dynamic":
+            return
+        if seq_len > self.cached:  # growth
+            self.inv, self.att = self.frequencies().rope_frequencies(self.dim, self.base, self.scaling, seq_len)
+            self.cached = seq_len
+        if seq_len < self.orig and self.cached > self.orig:  # reset
+            self.inv, self.cached = self.original, self.orig
+
+    def table(self, positions, dtype):
+        freqs = positions.float()[:, None] * self.inv.to(positions.device)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos() * self.att).to(dtype), (emb.sin() * self.att).to(dtype)
+
+    def rotate(self, x, cos, sin):
+        R = cos.shape[-1]
+        rot, rest = x[..., :R], x[..., R:]
+        half = torch.cat((-rot[..., R // 2:], rot[..., : R // 2]), dim=-1)
+        return torch.cat((rot * cos + half * sin, rest), dim=-1)
+
+    def forward(self, x, positions):
+        self.update(self.seq_len(x, positions))
+        cos, sin = self.table(positions, x.dtype)
+        return self.rotate(x, cos, sin)
+
+
+#: what every file exporting the module declares (the float32 tables: no float64 claim)
+HARNESS_CONVENTIONS = {"rope_layout": "rotate_half", "dynamic_update": "grow_until_reset"}
+HARNESS_DTYPES = ("float32", "float16", "bfloat16")
+ScaledRotaryEmbedding = ScaledRope
