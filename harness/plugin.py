@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from harness import runner
 from harness.basics import options, scope, versions
-from harness.spec import configs
+from harness.spec import configs, tolerance
 from harness.boundary import guard, provided
 from harness.verdicts import session_rows, xfails
 from harness.verdicts.consistency import consistency_check
@@ -288,6 +288,8 @@ def pytest_runtest_call(item: pytest.Item):
     broken = item.stash.get(_BROKEN_KEY, None)
     if broken is not None:  # a protocol name with a signature the protocol cannot call (docs/protocol.md)
         pytest.fail(broken, pytrace=False)
+    if _target_of(item) is not None:
+        tolerance.observe()  # the comparisons of this call: the row's error column (_call_facts)
     try:
         return (yield)
     except Unsatisfiable:
@@ -340,6 +342,9 @@ def _call_facts(item: pytest.Item, call, report, target) -> dict:
     convention, the configurations passed over, an ``--xfails`` line's effect), as data: no text parsed."""
     in_target = target.limit.spent - item.stash.get(_SPENT_KEY, target.limit.spent)
     facts = {"seconds": round(report.duration, 4), "target_seconds": round(in_target, 4)}
+    error = tolerance.error_summary(tolerance.observed(), failed=report.failed)
+    if error:  # per dtype: the closest to the edge, in ULPs of the output scale
+        facts["error"] = error
     failure = runner.property_failure(call.excinfo.value if call.excinfo else None)
     if failure is not None and report.failed:
         facts.update(failure_kind=failure.kind, failure_message=failure.message, repro=failure.repro)

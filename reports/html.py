@@ -144,6 +144,12 @@ def env_table(runs) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["field"] + [r.run_id for r in runs])
 
 
+#: what the conformance errors table says (``harness.verdicts.conformance_table.error_table``)
+ERRORS_NOTE = ("<p class='meta'>Each property's comparison with the largest error / allowed, per dtype: the error "
+               "and the tolerance it was held to in ULPs of the output scale (the dtype's spacing at 1 times "
+               "max(1, max |reference|)); margin = error / allowed, above 1 a failure.</p>")
+
+
 def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.DataFrame | None = None,
            baseline: str | None = None, title: str = "Benchmark report") -> str:
     parts = [f"<h1>{_esc(title)}</h1>",
@@ -182,6 +188,9 @@ def render(*, runs, df: pd.DataFrame, tables: dict, plots=(), comparison: pd.Dat
             parts += [f"<h2 id='conformance-{_esc(run.run_id)}'>Conformance ({_esc(run.run_id)})</h2>",
                       folded(f"{len(table)} properties x {len(run.conformance.columns)} target(s): the table",
                              [table_html(table)])]
+            if run.errors is not None and len(run.errors):
+                parts.append(folded(f"error against float64, per property, target and dtype ({len(run.errors)} "
+                                    f"rows, closest to the edge first)", [ERRORS_NOTE, table_html(run.errors)]))
     # 4. the baseline comparison
     if comparison is not None:
         counts = comparison["verdict"].map(verdict_kind).value_counts().rename_axis("verdict").reset_index(name="rows")

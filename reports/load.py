@@ -46,6 +46,8 @@ class Run:
     fits: dict = field(default_factory=dict)
     rf_grad: pd.DataFrame | None = None
     conformance: pd.DataFrame | None = None
+    #: conformance/errors.csv: per (property, target, dtype) the error closest to the edge, in ULPs
+    errors: pd.DataFrame | None = None
     kind: str = "run"  # "run" or "pytest-benchmark"
 
     @property
@@ -112,6 +114,9 @@ def load_run_folder(path: Path) -> Run:
     conf = path / "conformance" / "conformance.csv"
     if conf.is_file():
         run.conformance = pd.read_csv(conf, index_col=0)
+    errors = path / "conformance" / "errors.csv"
+    if errors.is_file():
+        run.errors = pd.read_csv(errors)
     return run
 
 

@@ -23,9 +23,15 @@ well below the floor. The check is elementwise: a wrong value next to small term
 
 NaN or inf where the reference is finite never passes. K, the floors and C_TERMS live
 here and nowhere else.
+
+Reported, not judged: every comparison's error and allowance in ULPs of the output scale
+(``ulp(dtype) * max(1, max |ref|)``) are in a failure's message, and while the plug-in observes a
+property's call (``observe``/``observed``) the comparisons are kept, so that the conformance report
+carries per dtype how close to the edge the target ran (``error_summary``: passes too).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -71,6 +77,18 @@ def unit_roundoff(dtype: torch.dtype) -> float:
     return torch.finfo(dtype if dtype.is_floating_point else torch.float32).eps / 2
 
 
+def ulp(dtype: torch.dtype) -> float:
+    """The spacing of ``dtype``'s numbers at 1 (eps = 2u): the unit errors are reported in, relative to
+    the output's scale max(1, max |ref|) ("ULPs of the output scale")."""
+    return 2 * unit_roundoff(dtype)
+
+
+def output_scale(ref: torch.Tensor) -> float:
+    """max(1, max |ref|) over the finite elements: what the floor and the reported ULPs are relative to."""
+    finite = torch.isfinite(ref)
+    return max(1.0, float(ref[finite].abs().max()) if finite.any() else 1.0)
+
+
 @dataclass
 class Comparison:
     ok: bool
@@ -83,6 +101,13 @@ class Comparison:
     k: float = K
     #: the cancellation term C_TERMS * u * terms at ``where`` (0 without ``terms``)
     terms_allowed: float = 0.0
+    #: the compared dtype (its ULP is the report's unit) and the output's scale, max(1, max |ref|)
+    dtype: torch.dtype | None = None
+    scale: float = 1.0
+
+    def ulps(self, value: float) -> float:
+        """``value`` in ULPs of the output scale (``ulp(dtype) * scale``)."""
+        return value / (ulp(self.dtype or torch.float64) * self.scale)
 
     @property
     def margin(self) -> float:
@@ -96,8 +121,11 @@ class Comparison:
         why = f" ({self.reason})" if self.reason else ""
         terms = (f" + {C_TERMS:g} u x the magnitude of its terms {self.terms_allowed:.3e}"
                  if self.terms_allowed else "")
+        in_ulps = (f"; {self.ulps(self.max_error):.3g} vs {self.ulps(self.allowed):.3g} ULPs of the output scale "
+                   f"({str(self.dtype).removeprefix('torch.')})"
+                   if self.dtype is not None and math.isfinite(self.max_error) else "")
         return (f"max error {self.max_error:.3e}{loc} vs allowed {self.allowed:.3e} "
-                f"(= {self.k:g} x naive same-dtype error {self.naive_error:.3e} + floor{terms}){why}")
+                f"(= {self.k:g} x naive same-dtype error {self.naive_error:.3e} + floor{terms}){in_ulps}{why}")
 
 
 def floor_for(dtype: torch.dtype) -> float:
@@ -124,7 +152,7 @@ def worst_naive(ref64: torch.Tensor, candidates) -> torch.Tensor:
 def _budget(ref: torch.Tensor, naive: torch.Tensor | None, dtype: torch.dtype,
             k: float = K) -> tuple[float, float]:
     """(allowed error, naive same-dtype error) for a float64 CPU reference ``ref``."""
-    scale = max(1.0, float(ref[torch.isfinite(ref)].abs().max()) if torch.isfinite(ref).any() else 1.0)
+    scale = output_scale(ref)
     naive_err = naive_error(ref, naive)
     return k * naive_err + floor_for(dtype) * scale, naive_err
 
@@ -171,6 +199,14 @@ def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | Non
     dtype = dtype or actual.dtype
     ref = ref64.detach().to(torch.float64).cpu()
     act = actual.detach().to(torch.float64).cpu()
+    cmp = _compare(act, ref, naive, dtype, k, terms, terms_dtype)
+    cmp.dtype, cmp.scale = dtype, output_scale(ref) if ref.numel() else 1.0
+    if _OBSERVED is not None:
+        _OBSERVED.append(cmp)
+    return cmp
+
+
+def _compare(act, ref, naive, dtype, k, terms, terms_dtype) -> Comparison:
     if act.shape != ref.shape:
         return Comparison(False, float("inf"), 0.0, 0.0, None,
                           f"shape {tuple(act.shape)} != expected {tuple(ref.shape)}", k)
@@ -204,6 +240,43 @@ def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | Non
     where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
     return Comparison(bool((diff <= bound).all()), max_err, here, naive_err, where, k=k,
                       terms_allowed=float(extra.flatten()[flat]))
+
+
+#: the comparisons made while a property's test runs (``observe`` starts, ``observed`` ends): the
+#: conformance report's error column. None when nothing observes (a comparison is not kept).
+_OBSERVED: list[Comparison] | None = None
+
+
+def observe() -> None:
+    """Keep every comparison from now on (the plug-in, when a property's call phase starts)."""
+    global _OBSERVED
+    _OBSERVED = []
+
+
+def observed() -> list[Comparison]:
+    """The comparisons kept since ``observe`` (and stop keeping them)."""
+    global _OBSERVED
+    out, _OBSERVED = _OBSERVED or [], None
+    return out
+
+
+def error_summary(comparisons: list[Comparison], failed: bool) -> dict[str, dict]:
+    """Per dtype, how close to the edge the target ran: the comparison with the largest error /
+    allowed, as ``{"error_ulps", "allowed_ulps", "margin", "comparisons"}`` (ULPs of the output
+    scale; margin > 1 fails). A passing property's comparisons that failed are alternatives a check
+    tried and rejected (a convention not followed, a rule's other length), not the target's error:
+    only those that passed count; a failing property's worst is its failure's."""
+    out: dict[str, dict] = {}
+    for cmp in comparisons:
+        if cmp.dtype is None or not (failed or cmp.ok) or not math.isfinite(cmp.margin):
+            continue
+        name = str(cmp.dtype).removeprefix("torch.")
+        entry = out.setdefault(name, {"comparisons": 0, "margin": -1.0})
+        entry["comparisons"] += 1
+        if cmp.margin > entry["margin"]:
+            entry.update(error_ulps=round(cmp.ulps(cmp.max_error), 4), allowed_ulps=round(cmp.ulps(cmp.allowed), 4),
+                         margin=round(cmp.margin, 4))
+    return {d: e for d, e in out.items() if "error_ulps" in e}
 
 
 def assert_close(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None, *,

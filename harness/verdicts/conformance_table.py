@@ -30,16 +30,21 @@ COLUMNS = ["property", "target", "result", "detail"]
 #: what the JSON's results carry besides ``COLUMNS``, as data for tools (``harness sweep``): the
 #: cell's ``kind`` (``KINDS``), a failure's one-line ``repro`` ("" when it has none), and its time:
 #: ``seconds`` of the property's test and ``target_seconds`` of them in the target's calls (None
-#: where the test did not run; older reports have neither)
-JSON_EXTRA = ["kind", "repro", "seconds", "target_seconds"]
+#: where the test did not run; older reports have neither), and ``error``: per dtype the comparison closest
+#: to the edge, ``{"error_ulps", "allowed_ulps", "margin", "comparisons"}`` in ULPs of the output scale
+#: (``harness.spec.tolerance.error_summary``; None where nothing was compared)
+JSON_EXTRA = ["kind", "repro", "seconds", "target_seconds", "error"]
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
     """One line per (property, target): the worst outcome, its reason and its kind."""
     best: dict[tuple[str, str], tuple[int, str, str, str, str]] = {}
     spent: dict[tuple[str, str], tuple[float, float]] = {}
+    errors: dict[tuple[str, str], dict] = {}
     for row in rows:
         key = (row["property"], row["target"])
+        if row.get("error"):
+            errors[key] = row["error"]
         if row.get("seconds") is not None:
             total, inside = spent.get(key, (0.0, 0.0))
             spent[key] = (total + row["seconds"], inside + (row.get("target_seconds") or 0.0))
@@ -49,7 +54,8 @@ def long_table(rows: list[dict]) -> pd.DataFrame:
                          row.get("repro") or "")
     data = [{"property": p, "target": t, "result": text,
              "detail": reason if rank >= 2 or what == "partial" else "", "kind": what, "repro": repro,
-             "seconds": spent.get((p, t), (None, None))[0], "target_seconds": spent.get((p, t), (None, None))[1]}
+             "seconds": spent.get((p, t), (None, None))[0], "target_seconds": spent.get((p, t), (None, None))[1],
+             "error": errors.get((p, t))}
             for (p, t), (rank, text, what, reason, repro) in best.items()]
     return pd.DataFrame(data, columns=COLUMNS + JSON_EXTRA)
 
@@ -125,9 +131,23 @@ def timing_table(long: pd.DataFrame) -> pd.DataFrame:
     return timed.sort_values("seconds", ascending=False).round(3).reset_index(drop=True)
 
 
+#: the columns of errors.csv (``error_table``)
+ERROR_COLUMNS = ["property", "target", "dtype", "error_ulps", "allowed_ulps", "margin", "comparisons"]
+
+
+def error_table(long: pd.DataFrame) -> pd.DataFrame:
+    """How close to the edge each (property, target) ran, per dtype: the error of its comparison with the
+    largest error / allowed and what it was allowed, in ULPs of the output scale (``margin`` > 1: the
+    failure's), closest to the edge first."""
+    data = [{"property": r.property, "target": r.target, "dtype": dtype, **{c: e.get(c) for c in ERROR_COLUMNS[3:]}}
+            for r in long.itertuples() if isinstance(r.error, dict) for dtype, e in r.error.items()]
+    table = pd.DataFrame(data, columns=ERROR_COLUMNS)
+    return table.sort_values("margin", ascending=False, kind="stable").reset_index(drop=True)
+
+
 def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -> list[Path]:
-    """Write conformance.csv, conformance.md, conformance.json and timing.csv (``timing_table``) into
-    ``out_dir``; with
+    """Write conformance.csv, conformance.md, conformance.json, timing.csv (``timing_table``) and
+    errors.csv (``error_table``) into ``out_dir``; with
     ``consistency`` (rows, differential rows: several targets, ``harness.verdicts.consistency``) also
     consistency.csv, and the section in the MD and JSON."""
     out = Path(out_dir)
@@ -137,6 +157,8 @@ def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -
     paths = [out / "conformance.csv", out / "conformance.md", out / "conformance.json", out / "timing.csv"]
     wide.to_csv(paths[0])
     timing_table(long).to_csv(paths[3], index=False)
+    paths.append(out / "errors.csv")
+    error_table(long).to_csv(paths[-1], index=False)
     header = "# Conformance\n\n" + "".join(target_line(t) for t in targets) + \
         "\n" + "".join(f"- {line}\n" for line in summary_lines(rows))
     records = long[COLUMNS + JSON_EXTRA].astype(object)

@@ -5,7 +5,9 @@ a session gets its own) and calls ``conformance_summary`` from ``pytest_terminal
 A row: ``property``, ``target``, ``when``, ``outcome``, ``label``, ``convention``, ``unsupported``,
 ``unsupported_detail``, ``reason``, ``repro`` (a failure's one-line repro, when it has one),
 ``seconds`` and ``target_seconds`` (the call phase's duration and the part of it spent in the target's
-calls, round trips to its worker included; None for set-up rows), and the verdict: ``kind``, ``text``,
+calls, round trips to its worker included; None for set-up rows), ``error`` (per dtype, the comparison
+closest to the edge in ULPs of the output scale: ``harness.spec.tolerance.error_summary``; None where the
+call compared nothing), and the verdict: ``kind``, ``text``,
 ``severity``, decided once when the report is made (``row_of``) and carried to the controller as the
 report's one ``harness_row`` user property (``harness.verdicts.conformance_table`` turns rows into the table).
 """
@@ -42,7 +44,7 @@ def row_of(report: pytest.TestReport, facts: dict) -> dict | None:
     row = {"property": facts["property"], "target": facts["target"], "when": report.when, "outcome": outcome,
            "reason": short_reason(report, facts),
            **{k: facts.get(k) for k in ("label", "convention", "unsupported", "unsupported_detail", "repro",
-                                        "skip_kind", "expected", "unexpected_pass", "seconds", "target_seconds")}}
+                                        "skip_kind", "expected", "unexpected_pass", "seconds", "target_seconds", "error")}}
     row["severity"], row["text"], row["kind"] = decide(row)
     return row
 
