@@ -7,6 +7,7 @@ tests/test_protocol_records.py checks both. (This package imports nothing from `
 """
 from harness.reference.attention import scaled_dot_product_attention
 from harness.reference.sliding_window import sliding_window_attention
+from harness.reference.chunked_attention import chunked_attention
 from harness.reference.kvcache import attention_with_kvcache
 from harness.reference.attention_varlen import attention_varlen
 from harness.reference.layernorm import LayerNorm
@@ -26,7 +27,7 @@ from harness.reference.span_corruption import span_corruption
 from harness.reference.dependency_models import MODEL_CLAIM, build_model
 from harness.reference.bert import bert_embeddings, build_bert, build_inputs, make_nsp_pairs
 
-__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "attention_with_kvcache", "attention_varlen",
+__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "chunked_attention", "attention_with_kvcache", "attention_varlen",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
            "rope_frequencies", "ScaledRotaryEmbedding",

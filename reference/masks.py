@@ -37,3 +37,15 @@ def window_mask(L: int, S: int, window: int, extent: str = "w", device=None) -> 
     if reach is None:
         raise ValueError(f"unknown window extent {extent!r}")
     return (j <= p) & (j > p - reach)
+
+
+def chunk_mask(L: int, S: int, chunk: int, device=None) -> torch.Tensor:
+    """Chunked local causal visibility (Llama 4's ``attention_chunk_size``), queries aligned to the end
+    of the keys: the query at row i (absolute position p = i + S - L) sees exactly the keys j <= p of
+    its own chunk, p // chunk == j // chunk. Not a sliding window: the first query of a chunk sees one
+    key, the last one ``chunk`` keys."""
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    p = torch.arange(L, device=device)[:, None] + (S - L)
+    j = torch.arange(S, device=device)[None, :]
+    return (j <= p) & (j // chunk == p // chunk)

@@ -30,7 +30,7 @@ import functools
 
 from hypothesis import example
 
-from harness.suites.attention.configs import AttnConfig, VarlenConfig, WindowConfig
+from harness.suites.attention.configs import AttnConfig, ChunkConfig, VarlenConfig, WindowConfig
 from harness.suites.norms.configs import NormConfig
 from harness.suites.positions.configs import RopeConfig
 
@@ -125,6 +125,20 @@ WINDOW = (
     _window(130, 130, 257, dtype="bfloat16", seed=45),  # window past L
     _window(1025, 1025, 256, E=8, seed=46),    # a long sequence, window past 128
 )
+
+def _chunk(L, S, chunk, *, E=16, dtype="float32", seed=60, h=1) -> ChunkConfig:
+    return ChunkConfig(batch=(1,), hq=h, hkv=h, L=L, S=S, E=E, Ev=E, dtype=dtype, seed=seed, chunk=chunk)
+
+
+#: chunks below, at and past a tile, chunk boundaries inside and at a tile edge, a decode past a boundary
+CHUNK = (
+    _chunk(257, 257, 63, seed=60),             # chunk below a tile: boundaries inside tiles
+    _chunk(257, 257, 64, seed=61),             # at a tile
+    _chunk(300, 300, 129, seed=62),            # past a tile
+    _chunk(1, 513, 128, E=64, seed=63),        # one decoding step just past a boundary (position 512)
+    _chunk(130, 130, 257, dtype="bfloat16", seed=64),  # one chunk: plain causal attention
+)
+
 
 #: the sliding-window backward: rows past a tile with the window below / past a tile, L < S (the
 #: first keys outside every window), and a low precision

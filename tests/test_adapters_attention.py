@@ -33,3 +33,21 @@ def test_hf_eager_attention_passes_every_property(pytester, tmp_path):
         assert cells[("attention.causal", target)] == "convention:top_left"
         assert cells[("attention.fully_masked_rows", target)] == "convention:uniform"
         assert cells[("attention.gqa", target)] == "pass"
+
+
+def test_hf_chunked_attention_passes_and_a_window_in_its_place_does_not(pytester, tmp_path):
+    """transformers' chunked attention path (Llama 4: ``sdpa_mask`` with ``chunked_causal_mask_function``
+    and ``sdpa_attention_forward``, ``harness.adapters.hf_chunked_attention``) passes every chunked
+    property, a decoding step past a chunk boundary included; the same SDPA with the sliding-window
+    mask of the chunk's size in its place fails ``other_chunks``."""
+    from planted_support import conformance, run_suite, suite_tests
+    report = tmp_path / "report"
+    window = ROOT / "tests" / "planted" / "attention" / "chunk_as_sliding_window.py"
+    target = "harness.adapters.hf_chunked_attention"
+    result = run_suite(pytester, ["test_chunked_attention.py"], [target, str(window)], None,
+                       "--conformance-report", str(report))
+    cells = conformance(report)
+    assert len([p for p, t in cells if t == target]) == len(suite_tests("test_chunked_attention.py"))
+    assert all(c == "pass" for (p, t), c in cells.items() if t == target), cells
+    assert cells[("chunked_attention.other_chunks", str(window))] == "fail", cells
+    assert result.parseoutcomes().get("failed", 0) >= 1

@@ -68,6 +68,13 @@ RECORDS: tuple[Name, ...] = (
          new_memory=True, compared=TOLERANCE + " (default scale)",
          contract="causal local attention: with queries aligned to the end of the keys, the query at absolute "
                   "position i sees exactly the keys j with i − window < j ≤ i."),
+    Name("chunked_attention", family="attention", reference="harness.reference.chunked_attention",
+         signature="chunked_attention(query, key, value, chunk, scale=None)",
+         new_memory=True, compared=TOLERANCE + " (default scale)",
+         contract="chunked local attention (Llama 4's `attention_chunk_size`): the keys cut into chunks of "
+                  "`chunk` positions; with queries aligned to the end of the keys, the query at absolute position "
+                  "p sees exactly the keys j ≤ p with j // chunk = p // chunk (one key at a chunk's start; never "
+                  "a key of an earlier chunk: not a sliding window)."),
     Name("attention_with_kvcache", family="kvcache", reference="harness.reference.kvcache",
          signature="attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
                    "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, "

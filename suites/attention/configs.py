@@ -61,6 +61,14 @@ class WindowConfig(AttnConfig):
 
 @register
 @dataclass(frozen=True)
+class ChunkConfig(AttnConfig):
+    """An attention config with a chunk size (``chunked_attention``); L <= S (queries aligned to the end)."""
+
+    chunk: int = 1
+
+
+@register
+@dataclass(frozen=True)
 class SdpaOptionsConfig(AttnConfig):
     """SDPA's options drawn together (``suites/attention/test_options_together.py``): ``mask`` is
     "none", "bool" (L, S), "bool_heads" (*batch, Hq, L, S) or "float" (L, S), drawn from the seed."""
@@ -119,6 +127,19 @@ def window_configs(draw, dtypes=DTYPE) -> WindowConfig:
     h = draw(st.integers(1, 3))
     return WindowConfig(batch=draw(_BATCH), hq=h, hkv=h, L=L, S=S, E=E, Ev=draw(st.one_of(st.just(E), _HEAD_DIM)),
                         dtype=draw(dtypes), seed=draw(SEED), window=window)
+
+
+@st.composite
+def chunk_configs(draw, dtypes=DTYPE) -> ChunkConfig:
+    """Keys spanning one chunk or several (a chunk of 1, of 2 .. S, and past S), queries from one decoding
+    step to every key: so some queries start a chunk and some sit past a chunk boundary."""
+    S = draw(_SEQ)
+    L = draw(st.one_of(st.just(1), st.just(S), st.integers(1, S)))
+    E = draw(_HEAD_DIM)
+    chunk = draw(st.one_of(st.just(1), st.integers(2, max(2, S)), st.sampled_from([4, 8, 16]), st.just(S + 3)))
+    h = draw(st.integers(1, 3))
+    return ChunkConfig(batch=draw(_BATCH), hq=h, hkv=h, L=L, S=S, E=E, Ev=draw(st.one_of(st.just(E), _HEAD_DIM)),
+                       dtype=draw(dtypes), seed=draw(SEED), chunk=chunk)
 
 
 @st.composite

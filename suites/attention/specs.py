@@ -1,6 +1,6 @@
 """The attention names in the suites that run across names: their histories (``history.<name>``,
 ``suites/test_history.py``) and their differential checks (``scaled_dot_product_attention``,
-``sliding_window_attention``, ``attention_varlen``: the session's targets held to each other on the
+``sliding_window_attention``, ``chunked_attention``, ``attention_varlen``: the session's targets held to each other on the
 same inputs; ``suites/consistency/``).
 
     shape notation: q (B, Hq, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev)
@@ -12,9 +12,11 @@ import dataclasses
 from hypothesis import strategies as st
 
 from harness.spec.configs import HistoryConfig
+from harness.reference.chunked_attention import chunked_attention_math
 from harness.reference.sliding_window import sliding_window_math
 from harness.suites.attention import test_attention as attention, test_sliding_window as sliding_window, test_varlen as varlen_suite
-from harness.suites.attention.configs import VarlenConfig, attn_configs, varlen_configs, window_configs
+from harness.suites.attention import test_chunked_attention as chunked
+from harness.suites.attention.configs import VarlenConfig, attn_configs, chunk_configs, varlen_configs, window_configs
 from harness.suites.attention.helpers import naive as attention_naive
 from harness.suites.attention.helpers import truth as attention_truth
 from harness.suites.consistency import varlen
@@ -54,6 +56,8 @@ HISTORIES = (
             keep=(("hq", "hkv", "E", "Ev"), "dtype")),
     History(name="sliding_window_attention", configs=window_configs(), judge=sliding_window.check_window_agreement,
             keep=("window", "dtype"), vary=("window",)),
+    History(name="chunked_attention", configs=chunk_configs(), judge=chunked.check_agreement,
+            keep=("chunk", "dtype"), vary=("chunk",)),
     History(name="attention_varlen", configs=varlen_configs(), judge=varlen_suite.check_agreement,
             keep=(("hq", "hkv", "E", "Ev"), "dtype"), variant=_split_anew, explicit=(VARLEN_HISTORY,),
             others=" (half of them the first call's tokens split into other sequences)"),
@@ -83,9 +87,21 @@ def _window_judge(cfg, label, args, kwargs, out_dtype):
     return as_float64, policy(truth, sliding_window_math(q, k, v, cfg.window, compute_dtype=q.dtype), q.dtype)
 
 
+def _chunk_calls(cfg, device):
+    q, k, v = cfg.qkv(device)
+    return [("default scale", (q, k, v, cfg.chunk), {})]
+
+
+def _chunk_judge(cfg, label, args, kwargs, out_dtype):
+    q, k, v = (t.cpu() for t in args[:3])
+    truth = chunked_attention_math(q, k, v, cfg.chunk)
+    return as_float64, policy(truth, chunked_attention_math(q, k, v, cfg.chunk, compute_dtype=q.dtype), q.dtype)
+
+
 #: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "scaled_dot_product_attention": Case(attn_configs(), _sdpa_calls, _sdpa_judge),
     "sliding_window_attention": Case(window_configs(), _window_calls, _window_judge),
+    "chunked_attention": Case(chunk_configs(), _chunk_calls, _chunk_judge),
     "attention_varlen": Case(varlen.CONFIGS, varlen.calls, varlen.judge),
 }

@@ -15,7 +15,7 @@ hook with a real-world mistake, and exports the bound methods::
 Targets are loaded by file path (``importlib.util.spec_from_file_location``),
 so they find this module by putting their own directory on ``sys.path``.
 
-Unmodified, ``Attention`` passes every attention and sliding-window property
+Unmodified, ``Attention`` passes every attention, sliding-window and chunked-attention property
 (tests/test_planted_attention.py checks this): torch's SDPA contract, query
 (..., Hq, L, E), key (..., Hkv, S, E), value (..., Hkv, S, Ev); boolean mask
 True = may attend, float mask added; causal is top-left; rows with no visible
@@ -142,7 +142,18 @@ class Attention:
         mask = self.window_visible(query.shape[-2], key.shape[-2], window, query.device)
         return self.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale)
 
+    def chunk_visible(self, L: int, S: int, chunk: int, device):
+        """Queries aligned to the end of the keys: position p = i + S - L sees the keys j <= p of its chunk."""
+        p = torch.arange(L, device=device)[:, None] + (S - L)
+        j = torch.arange(S, device=device)[None, :]
+        return (j <= p) & (j // chunk == p // chunk)
+
+    def chunked_attention(self, query, key, value, chunk, scale=None):
+        mask = self.chunk_visible(query.shape[-2], key.shape[-2], chunk, query.device)
+        return self.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale)
+
 
 _correct = Attention()
 scaled_dot_product_attention = _correct.scaled_dot_product_attention
 sliding_window_attention = _correct.sliding_window_attention
+chunked_attention = _correct.chunked_attention
