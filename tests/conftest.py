@@ -40,6 +40,12 @@ settings.load_profile("harness-ci")
 # would be imported again by every run.
 import harness.verdicts.conformance_table  # noqa: E402,F401
 import tabulate  # noqa: E402,F401  (pandas' to_markdown)
+# (and what starting a target's worker imports: a second multiprocessing.heap after a run's restore
+# fails the next worker's start with "Can't pickle BufferWrapper: it's not the same object", which a
+# test file run alone -- tests/test_planted_attention.py -- met first)
+import multiprocessing.forkserver  # noqa: E402,F401
+import multiprocessing.heap  # noqa: E402,F401
+import multiprocessing.popen_forkserver  # noqa: E402,F401
 
 _ROOT = Path(__file__).resolve().parents[1]
 for _suite in sorted((_ROOT / "suites").rglob("test_*.py")):  # suites/<family>/test_*.py
