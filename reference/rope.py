@@ -66,12 +66,22 @@ def rope_math(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0,
     if D % 2:
         raise ValueError(f"RoPE needs an even head dim, got {D}")
     angle_dtype = compute_dtype if angle_dtype is None else angle_dtype
-    ang = rope_angles(positions, D, base, angle_dtype)
-    cos, sin = ang.cos().to(compute_dtype), ang.sin().to(compute_dtype)
-    first, second = pair_indices(D, layout)
+    return rotate(x, rope_angles(positions, D, base, angle_dtype), layout=layout, compute_dtype=compute_dtype)
+
+
+def rotate(x: torch.Tensor, angles: torch.Tensor, factor: float = 1.0, layout: str = "interleaved",
+           compute_dtype=torch.float64) -> torch.Tensor:
+    """``x`` (..., L, D) with its first R = 2 * angles.shape[-1] dims rotated pairwise by ``angles``
+    ((L, R/2), or broadcastable to x's (..., L, R/2)) and multiplied by ``factor`` (cos and sin rounded to
+    ``compute_dtype`` first, as libraries round their tables), the rest passed through; returns
+    ``compute_dtype``."""
+    R = 2 * angles.shape[-1]
+    cos = (angles.cos() * factor).to(compute_dtype)
+    sin = (angles.sin() * factor).to(compute_dtype)
+    first, second = pair_indices(R, layout)
     xc = x.to(compute_dtype)
-    a, b = xc[..., first], xc[..., second]  # (B, H, L, D/2) each
-    out = torch.empty_like(xc)
+    a, b = xc[..., first], xc[..., second]
+    out = xc.clone()
     out[..., first] = a * cos - b * sin
     out[..., second] = a * sin + b * cos
     return out

@@ -25,28 +25,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from harness.reference.rope import pair_indices
+from harness.reference.rope import rotate
 from harness.reference.rope_scaling import RULES, rope_frequencies
 
 #: the ``dynamic_update`` conventions ``dynamic_length`` knows
 DYNAMIC_UPDATES = ("per_call", "grow_until_reset")
-
-
-def rotate(x: torch.Tensor, angles: torch.Tensor, factor: float = 1.0, layout: str = "interleaved",
-           compute_dtype=torch.float64) -> torch.Tensor:
-    """``x`` (..., L, D) with its first R = 2 * angles.shape[-1] dims rotated pairwise by ``angles``
-    (L, R/2) and multiplied by ``factor`` (cos and sin rounded to ``compute_dtype`` first, as
-    libraries round their tables), the rest passed through; returns ``compute_dtype``."""
-    R = 2 * angles.shape[-1]
-    cos = (angles.cos() * factor).to(compute_dtype)
-    sin = (angles.sin() * factor).to(compute_dtype)
-    first, second = pair_indices(R, layout)
-    xc = x.to(compute_dtype)
-    a, b = xc[..., first], xc[..., second]
-    out = xc.clone()
-    out[..., first] = a * cos - b * sin
-    out[..., second] = a * sin + b * cos
-    return out
 
 
 def dynamic_length(lengths: list[int], orig: int, update: str = "per_call") -> int:

@@ -126,6 +126,7 @@ WINDOW = (
     _window(1025, 1025, 256, E=8, seed=46),    # a long sequence, window past 128
 )
 
+
 def _chunk(L, S, chunk, *, E=16, dtype="float32", seed=60, h=1) -> ChunkConfig:
     return ChunkConfig(batch=(1,), hq=h, hkv=h, L=L, S=S, E=E, Ev=E, dtype=dtype, seed=seed, chunk=chunk)
 

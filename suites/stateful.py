@@ -12,6 +12,7 @@ a sequence draws):
                           calls before it, and whether a fresh instance gets the same call right)
     replay                every call of a sequence on one fresh instance (the suites' check: a
                           shrunk sequence's repro line replays it)
+    module_dtypes         the dtypes a machine draws its calls in (what the target supports)
     CallsMachine          the Hypothesis ``RuleBasedStateMachine`` base: ``begin`` (the instance),
                           ``add`` (one more call, checked at once), ``last``; a suite's subclass
                           holds the rules
@@ -29,6 +30,7 @@ from typing import Any, Callable
 from hypothesis.stateful import RuleBasedStateMachine
 
 from harness.runner import PropertyFailure, property_name, repro_command
+from harness.spec.configs import DTYPES
 from harness.suites.kit import ImplementationError, impl, is_module, move, manual_seed, run, within_declarations
 
 
@@ -154,6 +156,14 @@ def replay(target, module: Module, cfg) -> None:
     session = Session(target, module, cfg)
     for index in range(len(cfg.calls)):
         session.step(index)
+
+
+def module_dtypes(target) -> list[str]:
+    """The dtypes a state machine draws its calls in: those the target supports (``Target.supports``'
+    rule for a configuration's dtype; an interpreted target's also less those Triton's interpreter
+    computes wrong)."""
+    return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported
+            and d not in target.info.interpreter_unsupported]
 
 
 def seed_sequence(target, seed: int) -> None:

@@ -150,9 +150,10 @@ def worst_naive(ref64: torch.Tensor, candidates) -> torch.Tensor:
 
 
 def _budget(ref: torch.Tensor, naive: torch.Tensor | None, dtype: torch.dtype,
-            k: float = K) -> tuple[float, float]:
-    """(allowed error, naive same-dtype error) for a float64 CPU reference ``ref``."""
-    scale = output_scale(ref)
+            k: float = K, scale: float | None = None) -> tuple[float, float]:
+    """(allowed error, naive same-dtype error) for a float64 CPU reference ``ref`` (``scale``: its
+    ``output_scale`` when the caller has it)."""
+    scale = output_scale(ref) if scale is None else scale
     naive_err = naive_error(ref, naive)
     return k * naive_err + floor_for(dtype) * scale, naive_err
 
@@ -199,18 +200,19 @@ def compare(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | Non
     dtype = dtype or actual.dtype
     ref = ref64.detach().to(torch.float64).cpu()
     act = actual.detach().to(torch.float64).cpu()
-    cmp = _compare(act, ref, naive, dtype, k, terms, terms_dtype)
-    cmp.dtype, cmp.scale = dtype, output_scale(ref) if ref.numel() else 1.0
+    scale = output_scale(ref)
+    cmp = _compare(act, ref, naive, dtype, k, terms, terms_dtype, scale)
+    cmp.dtype, cmp.scale = dtype, scale
     if _OBSERVED is not None:
         _OBSERVED.append(cmp)
     return cmp
 
 
-def _compare(act, ref, naive, dtype, k, terms, terms_dtype) -> Comparison:
+def _compare(act, ref, naive, dtype, k, terms, terms_dtype, scale) -> Comparison:
     if act.shape != ref.shape:
         return Comparison(False, float("inf"), 0.0, 0.0, None,
                           f"shape {tuple(act.shape)} != expected {tuple(ref.shape)}", k)
-    allowed, naive_err = _budget(ref, naive, dtype, k)
+    allowed, naive_err = _budget(ref, naive, dtype, k, scale)
 
     ref_finite = torch.isfinite(ref)
     bad = ~torch.isfinite(act) & ref_finite
@@ -271,12 +273,13 @@ def error_summary(comparisons: list[Comparison], failed: bool) -> dict[str, dict
         if cmp.dtype is None or not (failed or cmp.ok) or not math.isfinite(cmp.margin):
             continue
         name = str(cmp.dtype).removeprefix("torch.")
-        entry = out.setdefault(name, {"comparisons": 0, "margin": -1.0})
+        entry = out.get(name)
+        if entry is None or cmp.margin > entry["margin"]:
+            out[name] = entry = {"error_ulps": round(cmp.ulps(cmp.max_error), 4),
+                                 "allowed_ulps": round(cmp.ulps(cmp.allowed), 4), "margin": round(cmp.margin, 4),
+                                 "comparisons": entry["comparisons"] if entry else 0}
         entry["comparisons"] += 1
-        if cmp.margin > entry["margin"]:
-            entry.update(error_ulps=round(cmp.ulps(cmp.max_error), 4), allowed_ulps=round(cmp.ulps(cmp.allowed), 4),
-                         margin=round(cmp.margin, 4))
-    return {d: e for d, e in out.items() if "error_ulps" in e}
+    return out
 
 
 def assert_close(actual: torch.Tensor, ref64: torch.Tensor, naive: torch.Tensor | None = None, *,

@@ -76,32 +76,26 @@ def _sdpa_judge(cfg, label, args, kwargs, out_dtype):
     return as_float64, policy(attention_truth(q, k, v, **kwargs), attention_naive(q, k, v, **kwargs), q.dtype)
 
 
-def _window_calls(cfg, device):
-    q, k, v = cfg.qkv(device)
-    return [("default scale", (q, k, v, cfg.window), {})]
+def _masked(math, param: str):
+    """(calls, judge) of a name called ``(q, k, v, cfg.<param>)`` at the default scale, held to
+    ``math(q, k, v, cfg.<param>)`` (float64 truth, the same in the input dtype the yardstick):
+    ``sliding_window_attention`` (window), ``chunked_attention`` (chunk)."""
+    def calls(cfg, device):
+        q, k, v = cfg.qkv(device)
+        return [("default scale", (q, k, v, getattr(cfg, param)), {})]
 
+    def judge(cfg, label, args, kwargs, out_dtype):
+        q, k, v = (t.cpu() for t in args[:3])
+        truth = math(q, k, v, getattr(cfg, param))
+        return as_float64, policy(truth, math(q, k, v, getattr(cfg, param), compute_dtype=q.dtype), q.dtype)
 
-def _window_judge(cfg, label, args, kwargs, out_dtype):
-    q, k, v = (t.cpu() for t in args[:3])
-    truth = sliding_window_math(q, k, v, cfg.window)
-    return as_float64, policy(truth, sliding_window_math(q, k, v, cfg.window, compute_dtype=q.dtype), q.dtype)
-
-
-def _chunk_calls(cfg, device):
-    q, k, v = cfg.qkv(device)
-    return [("default scale", (q, k, v, cfg.chunk), {})]
-
-
-def _chunk_judge(cfg, label, args, kwargs, out_dtype):
-    q, k, v = (t.cpu() for t in args[:3])
-    truth = chunked_attention_math(q, k, v, cfg.chunk)
-    return as_float64, policy(truth, chunked_attention_math(q, k, v, cfg.chunk, compute_dtype=q.dtype), q.dtype)
+    return calls, judge
 
 
 #: one differential check per record with ``compared`` (harness/spec/protocol.py says how, in words)
 CASES: dict[str, Case] = {
     "scaled_dot_product_attention": Case(attn_configs(), _sdpa_calls, _sdpa_judge),
-    "sliding_window_attention": Case(window_configs(), _window_calls, _window_judge),
-    "chunked_attention": Case(chunk_configs(), _chunk_calls, _chunk_judge),
+    "sliding_window_attention": Case(window_configs(), *_masked(sliding_window_math, "window")),
+    "chunked_attention": Case(chunk_configs(), *_masked(chunked_attention_math, "chunk")),
     "attention_varlen": Case(varlen.CONFIGS, varlen.calls, varlen.judge),
 }

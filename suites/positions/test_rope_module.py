@@ -133,20 +133,13 @@ def check_call_sequences(target, cfg: RopeCallsConfig):
     stateful.replay(target, RopeModule(target, cfg), cfg)
 
 
-def _dtypes(target) -> list[str]:
-    """The dtypes the target supports (``Target.supports``' rule for a configuration's dtype; an
-    interpreted target's also less those Triton's interpreter computes wrong)."""
-    return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported
-            and d not in target.info.interpreter_unsupported]
-
-
 _LENGTH = st.one_of(st.integers(1, 8), st.integers(9, 40))
 _OFFSET = st.one_of(st.just(0), st.integers(1, 64), st.integers(65, MAX_POSITION - 1))
 
 
 def machine_for(target):
     """The state machine class for ``target``: rules draw calls of the dtypes and devices it has."""
-    dtypes, devices = _dtypes(target), module_devices(target)
+    dtypes, devices = stateful.module_dtypes(target), module_devices(target)
 
     class RopeModuleCalls(stateful.CallsMachine):
         @initialize(D=EVEN_DIM, base=BASE, batch=st.integers(1, 2), heads=st.integers(1, 2), seed=SEED)

@@ -17,8 +17,8 @@ import torch
 
 from harness.boundary import guard
 from harness.reference.rope_scaling import dynamic_base, plain_frequencies, rope_frequencies
-from harness.reference.rope import pair_indices
-from harness.reference.scaled_rope import DYNAMIC_UPDATES, dynamic_length, rotate
+from harness.reference.rope import pair_indices, rotate
+from harness.reference.scaled_rope import DYNAMIC_UPDATES, dynamic_length
 from harness.spec import tolerance
 from harness.spec.configs import DTYPES
 from harness.suites.kit import ImplementationError, check_convention, expect_tensor, impl, is_module, move, record_label
@@ -58,10 +58,9 @@ def naive_frequencies(cfg: ScaledRopeCallsConfig, length: int, inv: torch.Tensor
 
 
 def truth_and_naive(cfg: ScaledRopeCallsConfig, x: torch.Tensor, positions: torch.Tensor, length: int,
-                    layout: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(float64 truth, naive in x's dtype) of rotating x at ``positions`` with the frequencies of a
-    call of ``length`` (``layout`` pairs)."""
-    inv, factor = frequencies(cfg, length)
+                    layout: str, inv: torch.Tensor, factor: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(float64 truth, naive in x's dtype) of rotating x at ``positions`` with the frequencies ``inv`` and
+    attention factor ``factor`` of a call of ``length`` (``frequencies(cfg, length)``; ``layout`` pairs)."""
     x = x.cpu()
     pos = positions.cpu()
     truth = rotate(x, pos.double()[:, None] * inv, factor, layout)
@@ -83,14 +82,13 @@ def angle_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def angle_terms(cfg: ScaledRopeCallsConfig, x: torch.Tensor, positions: torch.Tensor, length: int,
-                layout: str) -> torch.Tensor:
+def angle_terms(x: torch.Tensor, positions: torch.Tensor, layout: str, inv: torch.Tensor,
+                factor: float) -> torch.Tensor:
     """The running-error magnitude of each output element from its angle (``tolerance.compare``'s
     ``terms``, in units of the angle dtype's u): a rotated element a cos t - b sin t moves by up to
     (|a| + |b|) |dt| when t is off by dt, and a float32 angle is off by a few u |t|: ``ANGLE_ROUNDINGS``
     x (|a| + |b|) x |t| x the attention factor. A maximum over a few elements of the naive yardstick's
     error can be luckily small; this term is not. Zero on the dims passed through."""
-    inv, factor = frequencies(cfg, length)
     R = 2 * inv.numel()
     angles = (positions.cpu().double()[:, None] * inv).abs()  # (L, R/2)
     first, second = pair_indices(R, layout)
@@ -102,9 +100,10 @@ def angle_terms(cfg: ScaledRopeCallsConfig, x: torch.Tensor, positions: torch.Te
 
 
 def compare(out: torch.Tensor, cfg, x, positions, length: int, layout: str) -> tolerance.Comparison:
-    truth, naive = truth_and_naive(cfg, x, positions, length, layout)
+    inv, factor = frequencies(cfg, length)
+    truth, naive = truth_and_naive(cfg, x, positions, length, layout, inv, factor)
     return tolerance.compare(out.cpu(), truth, naive, dtype=x.dtype,
-                             terms=angle_terms(cfg, x, positions, length, layout), terms_dtype=angle_dtype(x.dtype))
+                             terms=angle_terms(x, positions, layout, inv, factor), terms_dtype=angle_dtype(x.dtype))
 
 
 def probe_dtype(target, prefer64: bool = False) -> torch.dtype:
@@ -127,11 +126,12 @@ def measure_layout(target, cfg: ScaledRopeCallsConfig, device: str) -> tuple[str
     return layout_of(target, support, f"positions 1 and {cfg.max_position - 1}, the first {R} of {D} dims")
 
 
-def measure_dynamic_update(target, cfg: ScaledRopeCallsConfig, layout: str, device: str) -> tuple[str | None, str]:
-    """Whether the dynamic rule's base follows each call (``per_call``) or stays grown
-    (``grow_until_reset``): a fresh instance called at the longest position, then at a middle one
-    (both past the original length), in float64 where the target has it. None where both conventions
-    give the same numbers here (then either is accepted, call by call) or neither matches."""
+def measure_dynamic_update(target, cfg: ScaledRopeCallsConfig, layout: str, device: str) -> tuple[list[str], str]:
+    """Which of ``DYNAMIC_UPDATES`` the dynamic rule follows, whether the base follows each call
+    (``per_call``) or stays grown (``grow_until_reset``): a fresh instance called at the longest
+    position, then at a middle one (both past the original length), in float64 where the target has
+    it. Returns (the conventions the second call matches: none, one, or both where they give the same
+    numbers here, evidence)."""
     dtype = probe_dtype(target, prefer64=True)
     mod = build(target, cfg, device)
     long, mid = cfg.max_position, cfg.orig + (cfg.max_position - cfg.orig) // 3
@@ -140,19 +140,17 @@ def measure_dynamic_update(target, cfg: ScaledRopeCallsConfig, layout: str, devi
     forward(target, mod, x, torch.tensor([long - 1]))
     out = forward(target, mod, x, torch.tensor([mid - 1])).cpu()
     pos = torch.tensor([mid - 1])
-    lengths = {"per_call": dynamic_length([long, mid], cfg.orig, "per_call"),
-               "grow_until_reset": dynamic_length([long, mid], cfg.orig, "grow_until_reset")}
-    ok = {u: compare(out, cfg, x, pos, n, layout).ok for u, n in lengths.items()}
+    matching = [u for u in DYNAMIC_UPDATES
+                if compare(out, cfg, x, pos, dynamic_length([long, mid], cfg.orig, u), layout).ok]
     evidence = (f"\n  a fresh instance called at position {long - 1}, then at {mid - 1}: the second call "
-                f"{'matches ' + ' and '.join(u for u in DYNAMIC_UPDATES if ok[u]) if any(ok.values()) else 'matches neither'}")
-    matching = [u for u in DYNAMIC_UPDATES if ok[u]]
-    return (matching[0] if len(matching) == 1 else None), evidence
+                f"{'matches ' + ' and '.join(matching) if matching else 'matches neither'}")
+    return matching, evidence
 
 
 class Conventions:
     """The named conventions of one module configuration on one device, measured once per target
-    (``target.measured``) and recorded as the test's labels (``update`` False: the layout only); ``lengths(cfg, index)`` the call lengths
-    whose frequencies call ``index`` may use."""
+    (``target.measured``) and recorded as the test's labels (``update`` False: the layout only);
+    ``lengths(cfg, index)`` the call lengths whose frequencies call ``index`` may use."""
 
     def __init__(self, target, cfg: ScaledRopeCallsConfig, device: str, update: bool = True):
         key = ("scaled_rope_module", cfg.dim, cfg.base, repr(cfg.scaling()), device)
@@ -165,8 +163,9 @@ class Conventions:
         if cfg.rule == "dynamic" and update:  # (one call on a fresh instance: the conventions agree)
             if key + ("update",) not in measured:
                 measured[key + ("update",)] = measure_dynamic_update(target, cfg, layout, device)
-            self.update, evidence = measured[key + ("update",)]
-            if self.update is not None or "neither" in evidence:
+            matching, evidence = measured[key + ("update",)]
+            if len(matching) < 2:  # (both: not told apart here, either accepted call by call)
+                self.update = matching[0] if matching else None  # (None: no known convention, raised)
                 record_label(target, check_convention("dynamic_update", self.update, target.conventions, evidence))
 
     def lengths(self, cfg: ScaledRopeCallsConfig, index: int) -> list[int]:

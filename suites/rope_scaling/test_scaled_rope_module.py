@@ -29,7 +29,6 @@ from hypothesis.stateful import initialize, precondition, rule, run_state_machin
 
 from harness.boundary.interpret import machine_examples
 from harness.spec import tolerance
-from harness.spec.configs import DTYPES
 from harness.suites import stateful
 from harness.suites.kit import run
 from harness.suites.positions.helpers import module_devices
@@ -113,14 +112,9 @@ def check_call_sequences(target, cfg: ScaledRopeCallsConfig):
     stateful.replay(target, ScaledRopeModule(target, cfg), cfg)
 
 
-def _dtypes(target) -> list[str]:
-    return [d for d in DTYPES if (target.dtypes is None or d in target.dtypes) and d not in target.info.unsupported
-            and d not in target.info.interpreter_unsupported]
-
-
 def machine_for(target):
     """The state machine class for ``target``: rules draw calls of the dtypes and devices it has."""
-    dtypes, devices = _dtypes(target), module_devices(target)
+    dtypes, devices = stateful.module_dtypes(target), module_devices(target)
     precise = [d for d in ("float32", "float64") if d in dtypes] or dtypes[:1]
     # half the calls in a precise dtype: a base off by a little is within a half dtype's rounding
     dtype_draw = st.one_of(st.sampled_from(precise), st.sampled_from(dtypes))
@@ -254,7 +248,8 @@ def check_relative(target, cfg: ScaledRopeCallsConfig):
     x = qk.repeat(1, 1, pairs, 1).to(dtype)  # rows 2j: q, 2j + 1: k
     out, text, conv = one_call(target, cfg, x, positions)
     length = int(positions.max()) + 1
-    truth, naive = truth_and_naive(cfg, x, positions, length, conv.layout)
+    inv, factor = frequencies(cfg, length)
+    truth, naive = truth_and_naive(cfg, x, positions, length, conv.layout, inv, factor)
 
     def scores(t):
         t = t.double()
@@ -264,7 +259,6 @@ def check_relative(target, cfg: ScaledRopeCallsConfig):
     first = got[..., :1].expand_as(got)
     # each score moves by up to att^2 (|q_a| + |q_b|)(|k_a| + |k_b|) |dt| per pair when its angles are
     # off by dt (a few u |t|, module_helpers.angle_terms); both scores of a comparison carry it
-    inv, factor = frequencies(cfg, length)
     first_dims, second_dims = pair_indices(2 * inv.numel(), conv.layout)
     q, k = (qk.abs()[..., r, :] for r in (0, 1))
     pairs_qk = (q[..., first_dims] + q[..., second_dims]) * (k[..., first_dims] + k[..., second_dims])  # (B, H, R/2)
@@ -291,8 +285,9 @@ def check_norms(target, cfg: ScaledRopeCallsConfig):
     x = torch.randn(cfg.batch, cfg.heads, L, cfg.dim, generator=g, dtype=torch.float64).to(dtype)
     out, text, conv = one_call(target, cfg, x, positions)
     R = cfg.rotary_dim
-    _, factor = frequencies(cfg, int(positions.max()) + 1)
-    truth, naive = truth_and_naive(cfg, x, positions, int(positions.max()) + 1, conv.layout)
+    length = int(positions.max()) + 1
+    inv, factor = frequencies(cfg, length)
+    _, naive = truth_and_naive(cfg, x, positions, length, conv.layout, inv, factor)
 
     def norms(t):
         return t.double()[..., :R].norm(dim=-1)
