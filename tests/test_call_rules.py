@@ -79,3 +79,23 @@ def test_a_function_that_hung_is_not_called_again(tgt):
                                           "(--impl-timeout) when called with (Tensor(1, 1, 2, 3):float32, "
                                           "Tensor(1, 1, 2, 3):float32, Tensor(1, 1, 2, 3):float32); not called again")
     assert tgt.limit.hung  # the target's limit holds it, either backend
+
+
+def test_arguments_are_described_by_shape_and_only_when_a_message_is_made():
+    """A call's arguments appear in messages by shape and dtype, tensors inside lists too (their
+    printed values said little and cost seconds of a conformance run), and are described only for a
+    message."""
+    q = torch.zeros(2, 3)
+    text = guard.describe_args((q, [torch.ones(4), torch.ones(5, dtype=torch.float64)], (1,)), {"scale": 0.5})
+    assert text == "Tensor(2, 3):float32, [Tensor(4,):float32, Tensor(5,):float64], (1,), scale=0.5"
+
+    class Loud:
+        shown = 0
+
+        def __repr__(self):
+            Loud.shown += 1
+            return "loud"
+
+    call = guard.Described("f", (Loud(),), {})
+    assert Loud.shown == 0                      # nothing described for a call that makes no message
+    assert f"{call}" == "f(loud)" and str(call) == "f(loud)" and Loud.shown == 1  # then once, kept

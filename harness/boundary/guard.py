@@ -99,14 +99,39 @@ class CallTimeout(Exception):
 
 
 def describe_args(args: tuple, kwargs: dict) -> str:
+    """The call's arguments for a message: tensors by shape and dtype (inside lists and tuples too:
+    printing a tensor's values costs more than most calls, and says less), long sequences by length."""
     def one(v: Any) -> str:
         if isinstance(v, torch.Tensor):
             return f"Tensor{tuple(v.shape)}:{str(v.dtype).replace('torch.', '')}"
-        if isinstance(v, (list, tuple)) and len(v) > 4:
-            return f"{type(v).__name__}(len={len(v)})"
+        if isinstance(v, (list, tuple)):
+            if len(v) > 4:
+                return f"{type(v).__name__}(len={len(v)})"
+            inner = ", ".join(one(x) for x in v)
+            return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
         return repr(v)
     parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
     return ", ".join(parts)
+
+
+class Described:
+    """``name(arguments)`` for a message, described only when a message is made (most calls make
+    none: describing every call's arguments up front was a measurable share of a conformance run)."""
+
+    __slots__ = ("name", "args", "kwargs", "_text")
+
+    def __init__(self, name: str, args: tuple, kwargs: dict):
+        self.name, self.args, self.kwargs, self._text = name, args, kwargs, None
+
+    def arguments(self) -> str:
+        if self._text is None:
+            self._text = describe_args(self.args, self.kwargs)
+        return self._text
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.arguments()})"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731 - f-strings format it
 
 
 #: protocol names whose output must be new memory, never a view of an input (derived from the
@@ -212,7 +237,7 @@ def _call_here(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: 
     limit.refuse_if_hung(id(fn), name)
     seconds = limit.seconds
     inputs = Inputs(name, args, kwargs)
-    shown = describe_args(args, kwargs)
+    call_text = Described(name, args, kwargs)
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     clock = progress.Clock(seconds, allowance=limit.first_allowance if limit.first_call(name) else 0.0,
                            imports=lambda: len(sys.modules))
@@ -250,26 +275,26 @@ def _call_here(limit: CallLimit, fn: Callable, name: str, *args: Any, **kwargs: 
             disarm()
     except CallTimeout as stop:
         disarm()  # (again: the timeout may have come in the finally, before it was done)
-        limit.record_hung(id(fn), fn, shown)
-        raise ImplementationError(limit.over_limit(f"{name}({shown})", stop.args[0])) from None
+        limit.record_hung(id(fn), fn, call_text.arguments())
+        raise ImplementationError(limit.over_limit(str(call_text), stop.args[0])) from None
     except ImplementationError:
         raise
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - sys.exit() in a target must not end the session
         raise ImplementationError(
-            f"{name}({shown}) raised {type(exc).__name__}: {exc}") from exc
+            f"{call_text} raised {type(exc).__name__}: {exc}") from exc
     elapsed = clock.elapsed()
     if elapsed > seconds:  # (judged when it returns where no alarm could: not the main thread)
         why = None if clock.slow else clock.look()
         if why is not None:
             raise ImplementationError(
-                f"{name}({shown}) took {elapsed:.1f} s, over the per-call limit of {seconds:g} s"
+                f"{call_text} took {elapsed:.1f} s, over the per-call limit of {seconds:g} s"
                 + (f": {why}" if why else ""))
-        clock.report_slow(f"{name}({shown})", "--impl-timeout")
+        clock.report_slow(str(call_text), "--impl-timeout")
     broken = inputs.violation(result)
     if broken:
-        raise ImplementationError(f"{name}({shown}) {broken}")
+        raise ImplementationError(f"{call_text} {broken}")
     return result
 
 

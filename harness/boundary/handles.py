@@ -124,7 +124,7 @@ def materialize(worker: Any, value: Any, what: str) -> Any:
     """A worker's reply value with each ``wire.Ref`` in it (in tuples, lists, dicts) made a
     ``Remote`` of ``worker``, named after the call ``what`` that returned it."""
     if isinstance(value, wire.Ref):
-        return Remote(worker, value, what.split("(")[0])
+        return Remote(worker, value, getattr(what, "name", None) or str(what).split("(")[0])
     if type(value) in (tuple, list):
         return type(value)(materialize(worker, v, what) for v in value)
     if type(value) is dict:

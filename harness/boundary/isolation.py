@@ -233,7 +233,7 @@ class WorkerBackend:
     def call(self, remote: Remote, name: str, args: tuple, kwargs: dict, wait: bool = True):
         """``remote(*args, **kwargs)`` in the worker, under the call rules (``harness.boundary.guard``: the
         worker judges the inputs with ``guard.Inputs``); ``wait=False``: a ``Pending`` of it."""
-        shown = guard.describe_args(args, kwargs)
+        call_text = guard.Described(name, args, kwargs)
         self.limit.refuse_if_hung(name, name)
         if remote._ref.generation != self.generation:
             if not self.alive():
@@ -248,10 +248,10 @@ class WorkerBackend:
 
         def lost(exc: WorkerLost) -> None:
             if "per-call limit" in str(exc):
-                self.limit.record_hung(name, name, shown)
+                self.limit.record_hung(name, name, call_text.arguments())
 
         finish = (lambda reply: guard.write_back(reply, args, kwargs)) if guard.writes_into(name) else None
-        flight = self.send(("call", remote._callee, name, args, kwargs, self._ctx()), f"{name}({shown})", lost=lost,
+        flight = self.send(("call", remote._callee, name, args, kwargs, self._ctx()), call_text, lost=lost,
                            first=self.limit.first_call(name), finish=finish)
         return flight.result() if wait else flight
 
