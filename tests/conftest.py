@@ -1,9 +1,15 @@
 import importlib
+import os
 from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import settings
+
+
+# The self-tests run under `pytest -n 2` already: a `harness check` they start runs in its one
+# process unless a test asks for --jobs (its default, auto, would start a worker per core in each).
+os.environ["HARNESS_JOBS"] = "1"
 
 
 @pytest.fixture(autouse=True)

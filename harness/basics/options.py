@@ -8,6 +8,7 @@ here too. A leaf module: the CLI builds its parser without importing torch.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.basics import layout
@@ -65,6 +66,22 @@ def add_import_timeout(p, default: float | None = None) -> None:
     worker's default, ``IMPORT_TIMEOUT_S``)."""
     p.add_argument("--import-timeout", type=float, default=default, metavar="SECONDS",
                    help=f"time limit for importing a target in its worker (default {IMPORT_TIMEOUT_S:g})")
+
+
+#: ``check --jobs``' default where $HARNESS_JOBS is unset: "auto" (``harness.commands.check.jobs``)
+DEFAULT_JOBS = "auto"
+#: the most workers "auto" starts (each imports torch and runs its own target worker)
+MAX_AUTO_JOBS = 8
+
+
+def add_jobs(p) -> None:
+    """``--jobs N|auto``: pytest-xdist workers for one conformance run (default $HARNESS_JOBS, else
+    ``DEFAULT_JOBS``)."""
+    p.add_argument("--jobs", "-j", default=os.environ.get("HARNESS_JOBS") or DEFAULT_JOBS, metavar="N|auto",
+                   help="run the properties in N processes at once (pytest-xdist; each runs its own target "
+                        f"worker). auto (the default; $HARNESS_JOBS sets another): the cores this process may "
+                        f"use, at most {MAX_AUTO_JOBS}; 1 for a -k slice, with --pdb or on one core. --jobs 1 runs in this one "
+                        "process (with --isolation none: for pdb)")
 
 
 def add_device(p, default: str = "cpu", help: str | None = None) -> None:

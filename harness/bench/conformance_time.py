@@ -1,8 +1,9 @@
 """Conformance time per target: the wall time of the whole conformance run (every suite, the
 ``harness-ci`` Hypothesis profile) for the target, in each isolation mode.
 
-Each point runs ``python -m harness check --impl TARGET --hypothesis-profile ci --isolation MODE`` in a fresh
-process (``CI=true``, one torch thread, as the main job does) and records the session's wall time
+Each point runs ``python -m harness check --impl TARGET --hypothesis-profile ci --isolation MODE --jobs auto``
+in a fresh process (``CI=true``, one torch thread, as the main job does; ``--jobs auto``: as a user's
+``check`` runs, over the machine's cores, recorded as ``jobs``) and records the session's wall time
 as pytest reports it (collection and the tests; the interpreter's start-up excluded) and the
 process's. The modes alternate within each repeat, so load that drifts during the run reaches
 both alike; the summary checks the isolation overhead, the median of the paired ratios
@@ -38,22 +39,25 @@ from harness.bench.points import Point
 SUITE = "conformance_time"
 MODES = ("none", "process")
 OVERHEAD_LIMIT = 1.5
-#: the limit per target, isolated, on ``REFERENCE_MACHINE``
-TIME_LIMIT_S = 60.0
+#: the limit per target, isolated, on ``REFERENCE_MACHINE`` (issue 46: a kernel author's run on every
+#: change; it was 60 s until the run could use the machine's cores, ``check --jobs``)
+TIME_LIMIT_S = 22.0
+#: the same, in-process (``--isolation none``)
+TIME_LIMIT_NONE_S = 20.0
 #: the machine the limit is set on: this project's 2-core machine of notes/MEASUREMENTS.md (issue 46's
 #: "slowest machine on record"), as ``machine_speed`` measures it
 REFERENCE_MACHINE = {"matmul_ms": 17.9, "python_loop_ms": 34.6}
 _SESSION = re.compile(r"in ([0-9.]+)s")
 
 
-def run_check(impl: str, mode: str) -> dict:
-    """One conformance run; its wall times and pass/fail counts."""
+def run_check(impl: str, mode: str, jobs: str = "auto") -> dict:
+    """One conformance run (``check --jobs jobs``); its wall times and pass/fail counts."""
     with tempfile.TemporaryDirectory(prefix="harness-conftime-") as out:
         env = dict(os.environ, CI="true", PYTHONHASHSEED="0")
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "harness", "check", "--impl", impl, "--hypothesis-profile", "ci",
-                               "--isolation", mode, "--report", out], capture_output=True, text=True, env=env,
-                              timeout=1800)
+                               "--isolation", mode, "--jobs", str(jobs), "--report", out], capture_output=True,
+                              text=True, env=env, timeout=1800)
         wall = time.perf_counter() - start
         timing = _timing(os.path.join(out, "timing.csv"))
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -122,9 +126,9 @@ def speed_factor(machine: dict) -> float | None:
     return math.prod(ratios) ** (1 / len(ratios)) if ratios else None
 
 
-def time_limit(machine: dict) -> float:
-    """``TIME_LIMIT_S`` on this machine (unscaled when its speed was not measured)."""
-    return TIME_LIMIT_S * (speed_factor(machine) or 1.0)
+def time_limit(machine: dict, limit: float = TIME_LIMIT_S) -> float:
+    """``limit`` (set on ``REFERENCE_MACHINE``) on this machine (unscaled when its speed was not measured)."""
+    return limit * (speed_factor(machine) or 1.0)
 
 
 def _both(before: dict, after: dict) -> dict:
@@ -137,12 +141,14 @@ def measure(ctx: Context, p: dict) -> dict:
     runs = {mode: [] for mode in MODES}
     for i in range(p["repeats"]):
         for mode in (MODES if i % 2 == 0 else MODES[::-1]):  # alternate which goes first
-            runs[mode].append(run_check(ctx.impl, mode))
+            runs[mode].append(run_check(ctx.impl, mode, p["jobs"]))
     ratios = [b["time_s"] / a["time_s"] for a, b in zip(runs["none"], runs["process"])]
     med = {m: statistics.median(r["time_s"] for r in runs[m]) for m in MODES}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     last = runs["none"][-1]
+    from harness.commands.check import jobs
     return {"time_s": med["process"], "time_none_s": med["none"], "overhead_ratio": statistics.median(ratios),
+            "jobs": jobs(p["jobs"]),
             "ratios": ratios, "repeats": p["repeats"], "exit_codes": [r["exit_code"] for m in MODES for r in runs[m]],
             "summary": runs["process"][-1]["summary"], "loadavg_1m": load, "cpu_count": os.cpu_count(),
             "phases_in_process": last["phases"], "phases_isolated": runs["process"][-1]["phases"],
@@ -153,7 +159,7 @@ def points(ctx: Context) -> list[Point]:
     case = "target.conformance"
     if not ctx.wants(case):
         return []
-    p = {"profile": "harness-ci", "repeats": 1 if ctx.profile.name == "tiny" else 2}
+    p = {"profile": "harness-ci", "repeats": 1 if ctx.profile.name == "tiny" else 2, "jobs": "auto"}
     return [Point(SUITE, case, p, lambda: measure(ctx, p), role="target")]
 
 
@@ -173,10 +179,16 @@ def summary(ctx: Context, rows: list[dict]) -> list[Check]:
                             f"{phases['target_calls_s']:.1f} s, the harness {phases['harness_s']:.1f} s; slowest: "
                             f"{slow}; this machine: matmul {machine.get('matmul_ms', float('nan')):.0f} ms, "
                             f"Python loop {machine.get('python_loop_ms', float('nan')):.0f} ms"))
-    scaled = (f" ({TIME_LIMIT_S:.0f} s on the reference machine x {factor:.2f}: this one's matmul "
-              f"{machine['matmul_ms']:.0f} ms, Python loop {machine['python_loop_ms']:.0f} ms)") if factor else ""
+    def scaled(base: float) -> str:
+        return (f" ({base:.0f} s on the reference machine x {factor:.2f}: this one's matmul "
+                f"{machine['matmul_ms']:.0f} ms, Python loop {machine['python_loop_ms']:.0f} ms)") if factor else ""
+    workers = f", {m['jobs']} pytest-xdist workers" if (m.get("jobs") or 1) > 1 else ""
+    t_none, limit_none = m.get("time_none_s"), time_limit(machine, TIME_LIMIT_NONE_S)
     return checks + [Check("isolation overhead (process / in-process, CI profile)",
                   None if ratio is None else ratio <= OVERHEAD_LIMIT,
                   f"{ratio:.2f}x ({m.get('time_none_s', float('nan')):.1f} s -> {t:.1f} s), limit {OVERHEAD_LIMIT}x"),
+            Check("conformance time per target (CI profile, in-process)", None if t_none is None else t_none <= limit_none,
+                  f"{t_none if t_none is not None else float('nan'):.1f} s{workers}, limit {limit_none:.0f} s"
+                  f"{scaled(TIME_LIMIT_NONE_S)}"),
             Check("conformance time per target (CI profile, isolated)", None if t is None else t <= limit,
-                  f"{t:.1f} s, limit {limit:.0f} s{scaled}")]
+                  f"{t:.1f} s{workers}, limit {limit:.0f} s{scaled(TIME_LIMIT_S)}")]

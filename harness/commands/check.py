@@ -1,6 +1,13 @@
-"""``check``: run the conformance suites against targets and write the conformance report."""
+"""``check``: run the conformance suites against targets and write the conformance report.
+
+``--jobs`` spreads one run over pytest-xdist workers (each with its own target worker under
+``--isolation process``): the rows travel in the test reports (``harness.verdicts.session_rows``), so
+the report is the same as one process's, and every property draws the same examples (the ci
+profile is derandomized; the dev profile takes the seed given).
+"""
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -21,6 +28,7 @@ def add_parser(sub) -> None:
                         "set, else dev); --profile is the older spelling")
     options.add_isolation(p, "process (default): each target in its own worker process; none: in this "
                              "process, for debugging with pdb")
+    options.add_jobs(p)
     options.add_impl_timeout(p)
     options.add_import_timeout(p)
     options.add_triton_interpret(p)
@@ -33,6 +41,41 @@ def add_parser(sub) -> None:
     p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     p.set_defaults(func=main)
+
+
+#: pytest options that need the one process (a debugger reads this terminal)
+_ONE_PROCESS = ("--pdb", "--trace", "-p no:xdist", "--capture=no", "-s")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        return os.cpu_count() or 1
+
+
+def jobs(value: str | int | None, pytest_args: list[str] = (), keyword: str | None = None) -> int:
+    """The worker count of ``--jobs VALUE``: an integer as given; ``auto``: the cores (at most
+    ``options.MAX_AUTO_JOBS``), 1 where pytest-xdist is missing, ``pytest_args`` ask for the terminal
+    (``--pdb``, ``-s``) or the run is a slice (``-k``, test ids: a worker's start-up, importing torch and
+    collecting every suite, costs more than a slice's share saves). Raises ValueError for anything
+    else, or N > 1 without pytest-xdist."""
+    text = str(value if value is not None else 1).strip().lower()
+    have_xdist = importlib.util.find_spec("xdist") is not None
+    if text == "auto":
+        words = [str(w) for w in pytest_args]
+        pairs = {" ".join(words[i:i + 2]) for i in range(len(words))}
+        if not have_xdist or keyword or any("::" in w for w in words) \
+                or any(flag in words or flag in pairs for flag in _ONE_PROCESS):
+            return 1
+        return max(1, min(cores(), options.MAX_AUTO_JOBS))
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--jobs takes a positive integer or auto, not {value!r}")
+    if int(text) > 1 and not have_xdist:
+        raise ValueError(f"--jobs {text} runs the properties in pytest-xdist workers, which is not installed here: "
+                         f"{sys.executable} -m pip install pytest-xdist (or --jobs 1)")
+    return int(text)
 
 
 def pytest_argv(args) -> list[str]:
@@ -63,13 +106,26 @@ def pytest_argv(args) -> list[str]:
         argv += ["--xfails", args.xfails]
     if args.keyword:
         argv += ["-k", args.keyword]
+    n = jobs(getattr(args, "jobs", 1), list(args.pytest_args), args.keyword)  # (programmatic callers: one process)
+    if n > 1:
+        # worksteal: the properties' times differ by 100x (a BERT model's dependency check against a
+        # norm's passthrough); an idle worker takes queued ones from a busy one
+        argv += ["-n", str(n), "--dist", "worksteal"]
     return argv + list(args.pytest_args)
 
 
 def main(args) -> int:
     import pytest
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    code = int(pytest.main(pytest_argv(args)))
+    try:
+        argv = pytest_argv(args)
+    except ValueError as exc:
+        print(f"check: error: {exc}", file=sys.stderr)
+        return 2
+    if "-n" in argv:
+        print(f"check: {argv[argv.index('-n') + 1]} pytest-xdist workers (--jobs {args.jobs}; --jobs 1 runs in "
+              f"one process)", flush=True)
+    code = int(pytest.main(argv))
     if args.report and code in (0, 1) and not (Path(args.report) / "conformance.json").is_file():
         print(f"check: pytest ended (exit {code}) without writing the conformance report into "
               f"{args.report}: no property result can be trusted", file=sys.stderr)
