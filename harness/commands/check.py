@@ -122,8 +122,12 @@ def main(args) -> int:
     except ValueError as exc:
         print(f"check: error: {exc}", file=sys.stderr)
         return 2
-    if "-n" in argv:
-        print(f"check: {argv[argv.index('-n') + 1]} pytest-xdist workers (--jobs {args.jobs}; --jobs 1 runs in "
+    n = argv[argv.index("-n") + 1] if "-n" in argv[:-1] else "1"  # (-n of ours, or of the pytest arguments)
+    if n != "1":
+        n = os.cpu_count() if n == "auto" else int(n) if n.isdigit() else 2
+        if args.isolation == "process" and 2 * n > cores():  # no core to spare for waiting on a reply
+            os.environ.setdefault("HARNESS_SPIN_S", "0")
+        print(f"check: {n} pytest-xdist workers (--jobs {args.jobs}; --jobs 1 runs in "
               f"one process)", flush=True)
     code = int(pytest.main(argv))
     if args.report and code in (0, 1) and not (Path(args.report) / "conformance.json").is_file():
