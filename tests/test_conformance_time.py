@@ -44,7 +44,9 @@ def test_summary_names_where_the_time_went():
     assert phase.passed is None and "target calls 4.0 s" in phase.detail and "models.dependency 3.1 s" in phase.detail
     assert "matmul 48 ms" in phase.detail
     assert [c.passed for c in checks[1:]] == [True, True, True]  # (the machine: 2.7x slower than the reference)
-    assert "2 pytest-xdist workers" in checks[-1].detail
+    assert "2 pytest-xdist workers" in checks[-1].detail and "summed over" not in phase.detail
+    row["metrics"]["phases_in_process"]["workers"] = 2  # (the tests' seconds: over both workers)
+    assert "summed over 2 workers" in ct.summary(SimpleNamespace(), [row])[0].detail
 
 
 def test_a_report_says_each_property_time_and_its_part_in_the_target(pytester, tmp_path):

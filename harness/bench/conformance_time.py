@@ -16,7 +16,9 @@ checks, reported, never a unit-test timing assertion.
 
 Where the time goes (issue 46): each run's report (``timing.csv``, ``harness.verdicts.conformance_table``)
 gives every property's seconds and the part spent in the target's calls; a point records the
-phases (collection and set-up = the session's time minus its tests; the target's calls; the
+phases (collection and set-up = the session's time minus its tests, the tests' seconds divided by the
+workers under ``--jobs``, so an estimate there: the workers' start-up, idle tails and collection; the
+target's calls; the
 harness's own work: drawing, shrinking, the float64 references, the checks) and the slowest
 properties, with this machine's single-thread speed (``machine_speed``: a fixed float64 matmul
 and a Python loop) so that figures from different machines compare.
@@ -65,10 +67,12 @@ def run_check(impl: str, mode: str, jobs: str = "auto") -> dict:
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)}
     time_s = float(session.group(1)) if session else wall
     tests_s = sum(r["seconds"] for r in timing)
+    from harness.commands.check import jobs as resolve
+    workers = resolve(jobs)  # (the target calls and the harness: seconds summed over the workers)
     target_s = sum(r["target_seconds"] for r in timing)
     return {"time_s": time_s, "process_wall_s": wall, "exit_code": done.returncode, "summary": tail,
-            "phases": {"collection_and_setup_s": round(time_s - tests_s, 2), "target_calls_s": round(target_s, 2),
-                       "harness_s": round(tests_s - target_s, 2)},
+            "phases": {"collection_and_setup_s": round(time_s - tests_s / workers, 2), "target_calls_s": round(target_s, 2),
+                       "harness_s": round(tests_s - target_s, 2), "workers": workers},
             "slowest": timing[:SLOWEST], **{f"n_{k}": v for k, v in counts.items()}}
 
 
@@ -171,12 +175,17 @@ def summary(ctx: Context, rows: list[dict]) -> list[Check]:
     ratio, t = m.get("overhead_ratio"), m.get("time_s")
     checks = []
     phases, machine = m.get("phases_in_process"), m.get("machine") or {}
+
+    def over(n: int) -> str:
+        return f" (summed over {n} workers; set-up = wall - tests / {n}, an estimate)" if n > 1 else ""
+
     factor, limit = speed_factor(machine), time_limit(machine)
     if phases:  # (reported, not judged: where the time went, for the run that regressed to name its property)
         slow = ", ".join(f"{r['property']} {r['seconds']:.1f} s" for r in (m.get("slowest_in_process") or [])[:5])
         checks.append(Check("conformance time by phase (in-process, not judged)", None,
                             f"collection and set-up {phases['collection_and_setup_s']:.1f} s, target calls "
-                            f"{phases['target_calls_s']:.1f} s, the harness {phases['harness_s']:.1f} s; slowest: "
+                            f"{phases['target_calls_s']:.1f} s, the harness {phases['harness_s']:.1f} s"
+                            f"{over(phases.get('workers') or 1)}; slowest: "
                             f"{slow}; this machine: matmul {machine.get('matmul_ms', float('nan')):.0f} ms, "
                             f"Python loop {machine.get('python_loop_ms', float('nan')):.0f} ms"))
     def scaled(base: float) -> str:
