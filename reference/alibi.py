@@ -8,6 +8,10 @@
 
 Softmax ignores a per-row constant, so slope_h * j (Bloom, which adds one row
 for every query) is the same bias; compare causal keys j <= p up to that constant.
+
+Under tensor parallelism a rank holds heads h0 .. h1 - 1 of the model's H and needs their slopes,
+get_slopes(H)[h0:h1] (vLLM's and Megatron's ALiBi slice the full model's list): ``shard=(h0, h1)``.
+get_slopes(h1 - h0), the slopes of a model as small as the shard, is the bug it rules out.
 """
 from __future__ import annotations
 
@@ -37,21 +41,33 @@ def alibi_distance(query_len: int, key_len: int) -> torch.Tensor:
     return p - torch.arange(key_len, dtype=torch.float64)[None, :]
 
 
-def alibi_math(num_heads: int, query_len: int, key_len: int, compute_dtype=torch.float64) -> torch.Tensor:
-    """-slope_h * (p - j) in ``compute_dtype``: (H, Lq, Lk)."""
-    slopes = torch.tensor(get_slopes(num_heads), dtype=torch.float64).to(compute_dtype)
+def shard_slopes(num_heads: int, shard: tuple[int, int] | None = None) -> list[float]:
+    """get_slopes(num_heads), or heads h0 .. h1 - 1 of it for ``shard=(h0, h1)``."""
+    slopes = get_slopes(num_heads)
+    if shard is None:
+        return slopes
+    h0, h1 = (int(h) for h in shard)
+    if not 0 <= h0 < h1 <= num_heads:
+        raise ValueError(f"shard {shard!r}: expected 0 <= h0 < h1 <= num_heads = {num_heads}")
+    return slopes[h0:h1]
+
+
+def alibi_math(num_heads: int, query_len: int, key_len: int, compute_dtype=torch.float64,
+               shard: tuple[int, int] | None = None) -> torch.Tensor:
+    """-slope_h * (p - j) in ``compute_dtype``: (H, Lq, Lk), or the shard's (h1 - h0, Lq, Lk)."""
+    slopes = torch.tensor(shard_slopes(num_heads, shard), dtype=torch.float64).to(compute_dtype)
     dist = alibi_distance(query_len, key_len).to(compute_dtype)
     return -slopes[:, None, None] * dist[None]
 
 
-def alibi_slopes(num_heads: int) -> torch.Tensor:
-    """The protocol function: (H,), in the default dtype."""
-    return torch.tensor(get_slopes(num_heads), dtype=torch.float64).to(torch.get_default_dtype())
+def alibi_slopes(num_heads: int, shard: tuple[int, int] | None = None) -> torch.Tensor:
+    """The protocol function: (H,) (the shard's (h1 - h0,)), in the default dtype."""
+    return torch.tensor(shard_slopes(num_heads, shard), dtype=torch.float64).to(torch.get_default_dtype())
 
 
-def alibi_bias(num_heads: int, query_len: int, key_len: int) -> torch.Tensor:
-    """The protocol function: (H, Lq, Lk), float64 math returned in the default dtype."""
-    return alibi_math(num_heads, query_len, key_len).to(torch.get_default_dtype())
+def alibi_bias(num_heads: int, query_len: int, key_len: int, shard: tuple[int, int] | None = None) -> torch.Tensor:
+    """The protocol function: (H, Lq, Lk) (the shard's heads only), float64 math returned in the default dtype."""
+    return alibi_math(num_heads, query_len, key_len, shard=shard).to(torch.get_default_dtype())
 
 
 class AlibiPositionalBias(nn.Module):

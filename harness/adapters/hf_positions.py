@@ -6,7 +6,9 @@
   angles, cast to x's dtype) + ``apply_rotary_pos_emb`` (rotate-half pairs (i, i + D/2)).
 - ``alibi_slopes`` / ``alibi_bias``: Bloom's ``build_alibi_tensor``, which returns
   slope_h * j for every key j, one row shared by every query (correct up to the
-  per-row constant softmax ignores); the slopes are its value at j = 1.
+  per-row constant softmax ignores); the slopes are its value at j = 1. ``shard=(h0, h1)``
+  (a tensor-parallel rank's heads): the H-head model's tensor sliced to rows h0 .. h1 - 1, as sharded
+  serving code builds a rank's bias from Bloom's function (it has no shard argument of its own).
 - ``t5_relative_position_bucket``: ``T5Attention._relative_position_bucket``.
 - ``t5_relative_position_bias``: ``T5Attention.compute_bias(Lq, Lk, past_seen_tokens=Lk - Lq)``
   (how T5 decodes with a cache) of a T5Attention whose relative_attention_bias weight is the
@@ -60,15 +62,21 @@ def apply_rotary_embedding(x: torch.Tensor, positions: torch.Tensor, base: float
     return q
 
 
-def alibi_slopes(num_heads: int) -> torch.Tensor:
-    """(H,): Bloom's bias at key j = 1 is slope_h * 1."""
-    return build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), num_heads, torch.float32)[:, 0, 1]
+def _heads(shard, num_heads: int) -> slice:
+    return slice(0, num_heads) if shard is None else slice(int(shard[0]), int(shard[1]))
 
 
-def alibi_bias(num_heads: int, query_len: int, key_len: int) -> torch.Tensor:
-    """(H, Lq, Lk): Bloom's (H, 1, Lk) row slope_h * j, the same for every query."""
+def alibi_slopes(num_heads: int, shard=None) -> torch.Tensor:
+    """(H,): Bloom's bias at key j = 1 is slope_h * 1 (the shard's rows of it)."""
+    alibi = build_alibi_tensor(torch.ones(1, 2, dtype=torch.long), num_heads, torch.float32)
+    return alibi[_heads(shard, num_heads), 0, 1]
+
+
+def alibi_bias(num_heads: int, query_len: int, key_len: int, shard=None) -> torch.Tensor:
+    """(H, Lq, Lk): Bloom's (H, 1, Lk) row slope_h * j, the same for every query (the shard's heads)."""
     alibi = build_alibi_tensor(torch.ones(1, key_len, dtype=torch.long), num_heads, torch.float32)
-    return alibi.expand(num_heads, query_len, key_len)
+    alibi = alibi[_heads(shard, num_heads)]
+    return alibi.expand(alibi.shape[0], query_len, key_len)
 
 
 def t5_relative_position_bucket(relative_position: torch.Tensor, bidirectional: bool = True,

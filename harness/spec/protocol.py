@@ -182,12 +182,19 @@ RECORDS: tuple[Name, ...] = (
                   "or Hugging Face's `grow_until_reset`) are named conventions; a call shorter than the original "
                   "length is plain RoPE whatever came before."),
     Name("alibi_slopes", family="positions", reference="harness.reference.alibi",
-         signature="alibi_slopes(num_heads) -> Tensor[H]", compared=TOLERANCE,
-         contract="the ALiBi paper's get_slopes."),
+         signature="alibi_slopes(num_heads, shard=None) -> Tensor[H]", compared=TOLERANCE,
+         features={"alibi_slopes_shard": "shard=(h0, h1) in alibi_slopes: a tensor-parallel rank's heads"},
+         options={"shard": "alibi_slopes_shard"},
+         contract="the ALiBi paper's get_slopes. `shard=(h0, h1)`: heads h0 … h1 − 1 of a `num_heads` model "
+                  "(a tensor-parallel rank's heads), i.e. `get_slopes(num_heads)[h0:h1]`, never the slopes of "
+                  "an (h1 − h0)-head model."),
     Name("alibi_bias", family="positions", reference="harness.reference.alibi",
-         signature="alibi_bias(num_heads, query_len, key_len) -> Tensor[H, Lq, Lk]",
+         signature="alibi_bias(num_heads, query_len, key_len, shard=None) -> Tensor[H, Lq, Lk]",
          compared=TOLERANCE + " on the causal keys, up to the per-row constant softmax ignores",
-         contract="queries aligned to the end of the keys; compared up to a per-row constant."),
+         features={"alibi_bias_shard": "shard=(h0, h1) in alibi_bias: a tensor-parallel rank's heads"},
+         options={"shard": "alibi_bias_shard"},
+         contract="queries aligned to the end of the keys; compared up to a per-row constant. `shard=(h0, h1)`: "
+                  "the rows of heads h0 … h1 − 1 of the `num_heads`-head bias (a tensor-parallel rank's)."),
     Name("AlibiPositionalBias", family="positions", reference="harness.reference.alibi", kind="class",
          signature="AlibiPositionalBias(num_heads); forward(query_len, key_len) -> Tensor[H, Lq, Lk]",
          not_compared="the cached form: alibi_bias is compared; call sequences are alibi_module's",

@@ -113,6 +113,25 @@ class AlibiConfig(Config):
 
 @register
 @dataclass(frozen=True)
+class AlibiShardConfig(Config):
+    """A ``heads``-head model's ALiBi split over ``tp`` tensor-parallel ranks (``tp`` divides ``heads``;
+    rank r holds heads r * heads / tp ..), and one more contiguous ``shard`` (h0, h1) of any size
+    (an uneven split); the bias is (Lq, Lk) with Lq <= Lk."""
+
+    heads: int
+    tp: int
+    shard: tuple[int, int]
+    Lq: int
+    Lk: int
+
+    def shards(self) -> list[tuple[int, int]]:
+        """Every rank's (h0, h1), then the drawn one."""
+        n = self.heads // self.tp
+        return [(r * n, (r + 1) * n) for r in range(self.tp)] + [self.shard]
+
+
+@register
+@dataclass(frozen=True)
 class T5BucketConfig(Config):
     """Buckets for a (Lq, Lk) grid: queries at positions query_offset + i, keys at j,
     relative_position = j - (query_offset + i)."""
@@ -197,6 +216,21 @@ def alibi_configs(draw, distinct_lengths: bool = False, min_keys: int = 1, squar
         Lq = draw(st.integers(1, Lk))
     heads = draw(st.one_of(st.sampled_from(ALIBI_HEADS), st.integers(1, 40)))
     return AlibiConfig(heads=heads, Lq=Lq, Lk=Lk)
+
+
+#: model head counts a tensor-parallel ALiBi model has (BLOOM-176B: 112 heads over 8 or 16 ranks, MPT:
+#: 32-64), and non-powers of two, whose later slopes interleave the next power's
+ALIBI_SHARD_HEADS = (6, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 112)
+
+
+@st.composite
+def alibi_shard_configs(draw) -> AlibiShardConfig:
+    heads = draw(st.one_of(st.sampled_from(ALIBI_SHARD_HEADS), st.integers(2, 40)))
+    tp = draw(st.sampled_from([d for d in range(2, heads + 1) if heads % d == 0]))
+    h0 = draw(st.integers(0, heads - 1))
+    h1 = draw(st.integers(h0 + 1, heads))
+    Lk = draw(st.integers(1, 24))
+    return AlibiShardConfig(heads=heads, tp=tp, shard=(h0, h1), Lq=draw(st.integers(1, Lk)), Lk=Lk)
 
 
 #: (num_buckets, max_distance): T5's (32, 128), and sizes where the halves and the
