@@ -9,30 +9,30 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands import check
+from harness.basics import options
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = str(ROOT / "tests" / "planted" / "norms" / "ln_ignores_eps.py")
 
 
 def test_jobs_resolution(monkeypatch):
-    monkeypatch.setattr(check, "cores", lambda: 16)
-    assert check.jobs("auto") == 8                      # the cores, at most MAX_AUTO_JOBS
-    assert check.jobs("3") == 3 and check.jobs(None) == 1 and check.jobs(1) == 1
-    assert check.jobs("auto", ["--pdb"]) == 1 and check.jobs("auto", ["-s"]) == 1
-    assert check.jobs("auto", ["-p", "no:xdist"]) == 1
-    assert check.jobs("auto", ["--strict-markers"]) == 8  # (not mistaken for -s)
-    assert check.jobs("auto", keyword="rope") == 1 and check.jobs("auto", ["suites/x.py::test_y"]) == 1  # slices
-    assert check.jobs("2", keyword="rope") == 2           # (as asked)
-    monkeypatch.setattr(check, "cores", lambda: 1)
-    assert check.jobs("auto") == 1
+    monkeypatch.setattr(options, "cores", lambda: 16)
+    assert options.jobs("auto") == 8                      # the cores, at most MAX_AUTO_JOBS
+    assert options.jobs("3") == 3 and options.jobs(None) == 1 and options.jobs(1) == 1
+    assert options.jobs("auto", ["--pdb"]) == 1 and options.jobs("auto", ["-s"]) == 1
+    assert options.jobs("auto", ["-p", "no:xdist"]) == 1
+    assert options.jobs("auto", ["--strict-markers"]) == 8  # (not mistaken for -s)
+    assert options.jobs("auto", keyword="rope") == 1 and options.jobs("auto", ["suites/x.py::test_y"]) == 1  # slices
+    assert options.jobs("2", keyword="rope") == 2           # (as asked)
+    monkeypatch.setattr(options, "cores", lambda: 1)
+    assert options.jobs("auto") == 1
     for bad in ("0", "-2", "many"):
         with pytest.raises(ValueError, match="positive integer or auto"):
-            check.jobs(bad)
-    monkeypatch.setattr(check.importlib.util, "find_spec", lambda name: None)  # pytest-xdist missing
-    assert check.jobs("auto") == 1
+            options.jobs(bad)
+    monkeypatch.setattr(options.importlib.util, "find_spec", lambda name: None)  # pytest-xdist missing
+    assert options.jobs("auto") == 1
     with pytest.raises(ValueError, match="pip install pytest-xdist"):
-        check.jobs("2")
+        options.jobs("2")
 
 
 def _run(tmp_path: Path, n: str) -> tuple[subprocess.CompletedProcess, list[dict]]:

@@ -8,7 +8,9 @@ here too. A leaf module: the CLI builds its parser without importing torch.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 from harness.basics import layout
@@ -82,6 +84,41 @@ def add_jobs(p) -> None:
                         f"worker). auto (the default; $HARNESS_JOBS sets another): the cores this process may "
                         f"use, at most {MAX_AUTO_JOBS}; 1 for a -k slice, with --pdb or on one core. --jobs 1 runs in this one "
                         "process (with --isolation none: for pdb)")
+
+
+#: pytest options that need the one process (a debugger reads this terminal)
+_ONE_PROCESS = ("--pdb", "--trace", "-p no:xdist", "--capture=no", "-s")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        return os.cpu_count() or 1
+
+
+def jobs(value: str | int | None, pytest_args: list[str] = (), keyword: str | None = None) -> int:
+    """The worker count of ``--jobs VALUE``: an integer as given; ``auto``: the cores (at most
+    ``MAX_AUTO_JOBS``), 1 where pytest-xdist is missing, ``pytest_args`` ask for the terminal
+    (``--pdb``, ``-s``) or the run is a slice (``-k``, test ids: a worker's start-up, importing torch and
+    collecting every suite, costs more than a slice's share saves). Raises ValueError for anything
+    else, or N > 1 without pytest-xdist."""
+    text = str(value if value is not None else 1).strip().lower()
+    have_xdist = importlib.util.find_spec("xdist") is not None
+    if text == "auto":
+        words = [str(w) for w in pytest_args]
+        pairs = {" ".join(words[i:i + 2]) for i in range(len(words))}
+        if not have_xdist or keyword or any("::" in w for w in words) \
+                or any(flag in words or flag in pairs for flag in _ONE_PROCESS):
+            return 1
+        return max(1, min(cores(), MAX_AUTO_JOBS))
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--jobs takes a positive integer or auto, not {value!r}")
+    if int(text) > 1 and not have_xdist:
+        raise ValueError(f"--jobs {text} runs the properties in pytest-xdist workers, which is not installed here: "
+                         f"{sys.executable} -m pip install pytest-xdist (or --jobs 1)")
+    return int(text)
 
 
 def add_device(p, default: str = "cpu", help: str | None = None) -> None:

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 
+from harness.basics import options
 from harness.bench import Check, Context
 from harness.bench.points import Point
 
@@ -67,8 +68,7 @@ def run_check(impl: str, mode: str, jobs: str = "auto") -> dict:
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)}
     time_s = float(session.group(1)) if session else wall
     tests_s = sum(r["seconds"] for r in timing)
-    from harness.commands.check import jobs as resolve
-    workers = resolve(jobs)  # (the target calls and the harness: seconds summed over the workers)
+    workers = options.jobs(jobs)  # (the target calls and the harness: seconds summed over the workers)
     target_s = sum(r["target_seconds"] for r in timing)
     return {"time_s": time_s, "process_wall_s": wall, "exit_code": done.returncode, "summary": tail,
             "phases": {"collection_and_setup_s": round(time_s - tests_s / workers, 2), "target_calls_s": round(target_s, 2),
@@ -150,9 +150,8 @@ def measure(ctx: Context, p: dict) -> dict:
     med = {m: statistics.median(r["time_s"] for r in runs[m]) for m in MODES}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     last = runs["none"][-1]
-    from harness.commands.check import jobs
     return {"time_s": med["process"], "time_none_s": med["none"], "overhead_ratio": statistics.median(ratios),
-            "jobs": jobs(p["jobs"]),
+            "jobs": options.jobs(p["jobs"]),
             "ratios": ratios, "repeats": p["repeats"], "exit_codes": [r["exit_code"] for m in MODES for r in runs[m]],
             "summary": runs["process"][-1]["summary"], "loadavg_1m": load, "cpu_count": os.cpu_count(),
             "phases_in_process": last["phases"], "phases_isolated": runs["process"][-1]["phases"],

@@ -7,7 +7,6 @@ profile is derandomized; the dev profile takes the seed given).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -43,41 +42,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-#: pytest options that need the one process (a debugger reads this terminal)
-_ONE_PROCESS = ("--pdb", "--trace", "-p no:xdist", "--capture=no", "-s")
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (not Linux)
-        return os.cpu_count() or 1
-
-
-def jobs(value: str | int | None, pytest_args: list[str] = (), keyword: str | None = None) -> int:
-    """The worker count of ``--jobs VALUE``: an integer as given; ``auto``: the cores (at most
-    ``options.MAX_AUTO_JOBS``), 1 where pytest-xdist is missing, ``pytest_args`` ask for the terminal
-    (``--pdb``, ``-s``) or the run is a slice (``-k``, test ids: a worker's start-up, importing torch and
-    collecting every suite, costs more than a slice's share saves). Raises ValueError for anything
-    else, or N > 1 without pytest-xdist."""
-    text = str(value if value is not None else 1).strip().lower()
-    have_xdist = importlib.util.find_spec("xdist") is not None
-    if text == "auto":
-        words = [str(w) for w in pytest_args]
-        pairs = {" ".join(words[i:i + 2]) for i in range(len(words))}
-        if not have_xdist or keyword or any("::" in w for w in words) \
-                or any(flag in words or flag in pairs for flag in _ONE_PROCESS):
-            return 1
-        return max(1, min(cores(), options.MAX_AUTO_JOBS))
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"--jobs takes a positive integer or auto, not {value!r}")
-    if int(text) > 1 and not have_xdist:
-        raise ValueError(f"--jobs {text} runs the properties in pytest-xdist workers, which is not installed here: "
-                         f"{sys.executable} -m pip install pytest-xdist (or --jobs 1)")
-    return int(text)
-
-
 def pytest_argv(args) -> list[str]:
     argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfE",
             # the suites raise AssertionErrors with their own messages: pytest's rewriting of every
@@ -106,7 +70,7 @@ def pytest_argv(args) -> list[str]:
         argv += ["--xfails", args.xfails]
     if args.keyword:
         argv += ["-k", args.keyword]
-    n = jobs(getattr(args, "jobs", 1), list(args.pytest_args), args.keyword)  # (programmatic callers: one process)
+    n = options.jobs(getattr(args, "jobs", 1), list(args.pytest_args), args.keyword)  # (programmatic callers: one process)
     if n > 1:
         # worksteal: the properties' times differ by 100x (a BERT model's dependency check against a
         # norm's passthrough); an idle worker takes queued ones from a busy one
@@ -125,7 +89,7 @@ def main(args) -> int:
     n = argv[argv.index("-n") + 1] if "-n" in argv[:-1] else "1"  # (-n of ours, or of the pytest arguments)
     if n != "1":
         n = os.cpu_count() if n == "auto" else int(n) if n.isdigit() else 2
-        if args.isolation == "process" and 2 * n > cores():  # no core to spare for waiting on a reply
+        if args.isolation == "process" and 2 * n > options.cores():  # no core to spare for waiting on a reply
             os.environ.setdefault("HARNESS_SPIN_S", "0")
         print(f"check: {n} pytest-xdist workers (--jobs {args.jobs}; --jobs 1 runs in "
               f"one process)", flush=True)
