@@ -39,6 +39,10 @@ call writes only positions c .. n - 1 of each item.
 
 ``softcap`` and ``sinks`` (``reference.attention_options``): the scaled scores are soft-capped
 before masking, and the softmax's denominator holds one more logit per query head (sinks (Hq,)).
+
+``chunk`` c (Llama 4's chunked local attention, ``reference.chunked_attention``): the query at position
+p also needs j // c == p // c: its own chunk's keys only, chunks counted from position 0 of the
+sequence (not from the call's first token). A rolling cache of Smax >= c slots holds them.
 """
 from __future__ import annotations
 
@@ -119,7 +123,7 @@ def attend(q, keys, vals, visible, scale=None, softcap=None, sinks=None, compute
 
 def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
                  scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, extent="w",
-                 compute_dtype=torch.float64, block_table=None, softcap=None, sinks=None):
+                 compute_dtype=torch.float64, block_table=None, softcap=None, sinks=None, chunk=None):
     """The math in ``compute_dtype``: (out (B, Hq, Lq, Ev) in compute_dtype, new k_cache, new v_cache)
     (the caches as copies in their own dtype; the arguments are not touched). In float64 it is the
     truth; in the input dtype the tolerance policy's naive yardstick."""
@@ -135,9 +139,10 @@ def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window
     outs = []
     for b, c in enumerate(seqlens_list(cache_seqlens, B)):
         n = c + Lnew
-        if n > Smax and (window is None or Smax < window or block_table is not None):
+        local = min(x for x in (window, chunk, Smax + 1) if x)  # (a rolling cache must hold what a query sees)
+        if n > Smax and (local > Smax or block_table is not None):
             raise ValueError(f"batch item {b}: {n} positions do not fit {Smax} slots "
-                             f"(a rolling cache needs a window <= Smax, and a paged cache does not roll)")
+                             f"(a rolling cache needs a window or chunk <= Smax, and a paged cache does not roll)")
         old = torch.arange(max(0, c - Smax), c, device=dev)
         new = torch.arange(c, n, device=dev)
         keys = gather(k_cache, b, old, block_table).to(compute_dtype)  # (Hkv, cached, E)
@@ -161,17 +166,19 @@ def kvcache_math(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window
             visible &= key_pos[None, :] <= q_pos[:, None]
         if reach is not None:
             visible &= key_pos[None, :] > q_pos[:, None] - reach
+        if chunk:
+            visible &= (key_pos[None, :] // chunk) == (q_pos[:, None] // chunk)
         outs.append(attend(qb, keys, vals, visible, scale, softcap, sinks, compute_dtype))
     return torch.stack(outs), k_after, v_after
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
                            scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False,
-                           block_table=None, softcap=None, sinks=None):
+                           block_table=None, softcap=None, sinks=None, chunk=None):
     """The protocol function: float64 math; the caches written in place; out in q's dtype."""
     out, k_after, v_after = kvcache_math(q, k_cache, v_cache, k, v, cache_seqlens, window, causal, scale,
                                          rotary_cos, rotary_sin, rotary_interleaved,
-                                         block_table=block_table, softcap=softcap, sinks=sinks)
+                                         block_table=block_table, softcap=softcap, sinks=sinks, chunk=chunk)
     with torch.no_grad():
         k_cache.copy_(k_after)
         v_cache.copy_(v_after)

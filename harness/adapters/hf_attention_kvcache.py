@@ -4,7 +4,9 @@ What is transformers' (5.x): the masks, built by ``masking_utils`` as ``create_c
 ``create_sliding_window_causal_mask`` build them for a cache (``sdpa_mask`` for the SDPA path,
 with its own decision to skip the mask and let SDPA's ``is_causal`` do it; ``eager_mask`` for the
 eager paths; ``causal_mask_function`` and ``sliding_window_overlay``, or
-``bidirectional_mask_function``, with the queries at offset ``cache_seqlens + Lnew - Lq``), and the
+``bidirectional_mask_function``, with the queries at offset ``cache_seqlens + Lnew - Lq``; with
+``chunk``, Llama 4's ``create_chunked_causal_mask``'s ``chunked_causal_mask_function`` with no left
+padding and ``local_size=chunk``), and the
 attention functions the model families register: ``sdpa_attention_forward`` (Llama and most models:
 GQA by ``enable_gqa``, by ``pack_gqa`` on a decode step, or by ``repeat_kv``), Gemma 2's
 ``eager_attention_forward`` (``softcap``: the logits soft-capped before the mask) and gpt-oss's
@@ -31,8 +33,8 @@ from types import SimpleNamespace
 import torch
 import transformers
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import (and_masks, bidirectional_mask_function, causal_mask_function, eager_mask,
-                                        sdpa_mask, sliding_window_overlay)
+from transformers.masking_utils import (and_masks, bidirectional_mask_function, causal_mask_function,
+                                        chunked_causal_mask_function, eager_mask, sdpa_mask, sliding_window_overlay)
 from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward as gemma2_eager
 from transformers.models.gpt_oss.modeling_gpt_oss import eager_attention_forward as gpt_oss_eager
 
@@ -43,14 +45,19 @@ HARNESS_DTYPES = ("float32", "float16", "bfloat16")
 HARNESS_UNSUPPORTED = {"kvcache_paged", "kvcache_rotary", "autocast", "backward"}
 
 
-def _mask_function(causal: bool, window):
-    base = causal_mask_function if causal else bidirectional_mask_function
+def _mask_function(causal: bool, window, chunk):
+    if chunk:
+        if not causal:
+            raise NotImplementedError("transformers' chunked attention (Llama 4) is causal only")
+        base = chunked_causal_mask_function(int(chunk), torch.zeros(1, dtype=torch.long))  # (no left padding)
+    else:
+        base = causal_mask_function if causal else bidirectional_mask_function
     return base if window is None else and_masks(base, sliding_window_overlay(int(window)))
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True,
                            scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, block_table=None,
-                           softcap=None, sinks=None):
+                           softcap=None, sinks=None, chunk=None):
     if block_table is not None or rotary_cos is not None:
         raise NotImplementedError("transformers' caches are linear and its models rotate before caching")
     if softcap and sinks is not None:
@@ -62,7 +69,8 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
     module = SimpleNamespace(num_key_value_groups=hq // hkv, head_dim=E, training=False, is_causal=bool(causal),
                              sinks=None if sinks is None else sinks.to(q.dtype))
     scaling = E ** -0.5 if scale is None else float(scale)
-    mask_fn = _mask_function(bool(causal), window)
+    mask_fn = _mask_function(bool(causal), window, chunk)
+    local = min((int(x) for x in (window, chunk) if x), default=None)  # (what sdpa_mask calls local_size)
     outs = []
     for b, c in enumerate(lens):
         n = c + new
@@ -75,7 +83,7 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=No
             mask = eager_mask(**at, dtype=q.dtype)
             out, _ = gpt_oss_eager(module, qb, kb, vb, mask, scaling=scaling)
         else:
-            mask = sdpa_mask(**at, local_size=None if window is None else int(window),
+            mask = sdpa_mask(**at, local_size=local,
                              allow_is_causal_skip=bool(causal), allow_is_bidirectional_skip=not causal)
             out, _ = sdpa_attention_forward(module, qb, kb, vb, mask, scaling=scaling, is_causal=bool(causal))
         outs.append(out.transpose(1, 2))  # (1, Lq, Hq, Ev) -> (1, Hq, Lq, Ev)

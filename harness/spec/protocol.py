@@ -78,13 +78,14 @@ RECORDS: tuple[Name, ...] = (
     Name("attention_with_kvcache", family="kvcache", reference="harness.reference.kvcache",
          signature="attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, "
                    "causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False, "
-                   "block_table=None, softcap=None, sinks=None) -> out",
+                   "block_table=None, softcap=None, sinks=None, chunk=None) -> out",
          writes=("k_cache", "v_cache"), new_memory=True,
          features={"enable_gqa": GQA, "kvcache_window": "a window (a rolling cache) in attention_with_kvcache",
                    "kvcache_rotary": "rotary_cos/rotary_sin (RoPE applied inside attention_with_kvcache)",
                    "kvcache_paged": "a paged cache (block_table) in attention_with_kvcache",
-                   "softcap": SOFTCAP, "sinks": SINKS},
-         options={"block_table": "kvcache_paged", "softcap": "softcap", "sinks": "sinks"},
+                   "softcap": SOFTCAP, "sinks": SINKS,
+                   "kvcache_chunked": "chunk (chunked local attention, Llama 4) in attention_with_kvcache"},
+         options={"block_table": "kvcache_paged", "softcap": "softcap", "sinks": "sinks", "chunk": "kvcache_chunked"},
          compared=TOLERANCE + " (one call on ragged cache_seqlens; each target writes its own caches; the same "
                               "logical contents in a paged pool, held to the first target's linear call)",
          contract="incremental decoding, FlashAttention's `flash_attn_with_kvcache` in the harness's head-first "
@@ -105,9 +106,11 @@ RECORDS: tuple[Name, ...] = (
                   "of item b lives in block `block_table[b, p // block_size]` at slot `p % block_size` (no "
                   "rolling; items may share a prefix's blocks; a call writes only its new positions). `softcap` "
                   "(> 0: scaled scores ← softcap · tanh(scores / softcap), before masking) and `sinks` (`(Hq,)` "
-                  "float32, one logit per query head in the softmax's denominator only). The three are "
-                  "optional: a target declares `kvcache_paged`, `softcap`, `sinks` unsupported, or its function "
-                  "lacks the parameter (the same)."),
+                  "float32, one logit per query head in the softmax's denominator only). `chunk` (Llama 4's "
+                  "`attention_chunk_size`, causal): the query at position p sees only the keys j ≤ p with "
+                  "j // chunk = p // chunk, positions counted from the start of the sequence (not of the call). "
+                  "The four are optional: a target declares `kvcache_paged`, `softcap`, `sinks`, "
+                  "`kvcache_chunked` unsupported, or its function lacks the parameter (the same)."),
     Name("attention_varlen", family="attention", reference="harness.reference.attention_varlen",
          signature="attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
                    "window=None, scale=None, softcap=None, sinks=None) -> out",

@@ -53,6 +53,7 @@ class KVCacheConfig(Config):
     shared: int = 0
     softcap: float = 0.0
     sinks: bool = False
+    chunk: int = 0
 
     @property
     def prior(self) -> tuple[int, ...]:
@@ -192,6 +193,29 @@ def window_configs(draw, dtypes=DTYPE) -> KVCacheConfig:
     E = draw(_HEAD)
     return KVCacheConfig(batch=draw(st.integers(1, 2)), hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)),
                          dtype=draw(dtypes), seed=draw(SEED), chunks=chunks, slack=draw(st.integers(0, 3)), window=w)
+
+
+@st.composite
+def chunked_configs(draw, dtypes=DTYPE, ragged: bool = False) -> KVCacheConfig:
+    """Chunked local attention, a chunk of 1 ... 12 positions over a linear cache, T up to 40 positions
+    (several chunks), fed as a prefill and decode steps or in calls of any sizes; ``ragged``: 2 ... 4
+    items with cached lengths that differ (0 ... 30) and one call of 1 ... 8 tokens."""
+    c = draw(st.integers(1, 12))
+    hq, hkv = draw(_heads())
+    E = draw(_HEAD)
+    common = dict(hq=hq, hkv=hkv, E=E, Ev=draw(st.one_of(st.just(E), _HEAD)), dtype=draw(dtypes), seed=draw(SEED),
+                  slack=draw(st.integers(0, 3)), chunk=c)
+    if ragged:
+        B = draw(st.integers(2, 4))
+        lengths = draw(st.lists(st.integers(0, 30), min_size=B, max_size=B).filter(lambda x: len(set(x)) > 1))
+        return KVCacheConfig(batch=B, chunks=(draw(st.integers(1, 8)),), lengths=tuple(lengths), **common)
+    if draw(st.booleans()):
+        T = draw(st.integers(c + 1, 40))
+        P = draw(st.integers(0, T - 1))
+        chunks = ((P,) if P else ()) + (1,) * (T - P)
+    else:
+        chunks = draw(st.lists(st.integers(1, 12), min_size=2, max_size=6).map(tuple))
+    return KVCacheConfig(batch=draw(st.integers(1, 2)), chunks=chunks, **common)
 
 
 @st.composite

@@ -17,7 +17,8 @@ def features_of(cfg: KVCacheConfig) -> list[str]:
     """The ``HARNESS_UNSUPPORTED`` features the calls of ``cfg`` use."""
     used = [f for f, on in (("enable_gqa", cfg.hq != cfg.hkv), ("kvcache_window", cfg.window > 0),
                             ("kvcache_rotary", cfg.rotary_dim > 0), ("kvcache_paged", cfg.block_size > 0),
-                            ("softcap", cfg.softcap > 0), ("sinks", cfg.sinks)) if on]
+                            ("softcap", cfg.softcap > 0), ("sinks", cfg.sinks),
+                            ("kvcache_chunked", cfg.chunk > 0)) if on]
     return used + [cfg.dtype]
 
 
@@ -35,6 +36,8 @@ def options(cfg: KVCacheConfig, rotary=None, table=None, sinks=None) -> dict:
         kw["softcap"] = cfg.softcap
     if sinks is not None:
         kw["sinks"] = sinks
+    if cfg.chunk:
+        kw["chunk"] = cfg.chunk
     return kw
 
 
@@ -91,7 +94,7 @@ def one_call_truth(cfg: KVCacheConfig, q, kc, vc, k, v, *, extent="w", table=Non
     (``table``: kc and vc are a paged pool read through it)."""
     args = [x.cpu() for x in (q, kc, vc, k, v)]
     kw = dict(cache_seqlens=torch.tensor(cfg.prior), window=cfg.window or None, causal=cfg.causal, extent=extent,
-              block_table=None if table is None else table.cpu())
+              block_table=None if table is None else table.cpu(), chunk=cfg.chunk or None)
     truth = kvcache_math(*args, **kw)
     naive = kvcache_math(*args, **kw, compute_dtype=q.dtype)[0]
     return truth, naive

@@ -54,7 +54,10 @@ OPTIONS = pairwise.Options(
     build=lambda row: _config(row),
     forbidden=(((("window", 5), ("causal", False)),
                 "the protocol defines a window for causal calls only (the last w keys up to the query)"),),
-    not_drawn={"scale": "attention.scale and the SDPA covering set (the default 1/sqrt(E) here)"},
+    not_drawn={"scale": "attention.scale and the SDPA covering set (the default 1/sqrt(E) here)",
+               "chunk": "kvcache_chunked.* (chunked local attention, its own properties; not yet paired with the "
+                        "other options here)",
+               "kvcache_chunked": "as chunk"},
 )
 
 

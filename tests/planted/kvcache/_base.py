@@ -22,6 +22,8 @@ A paged cache (``block_table``) is written through the table (``physical``), the
 pages (``pages``) are gathered into its logical cache and attended as a linear one. With
 ``softcap`` or ``sinks`` the attention is the textbook math in float32 (float64 for float64):
 scores capped before the mask (``capped``), the sink's term in the denominator (``sink_term``).
+With ``chunk`` (Llama 4's chunked attention) a query also needs its key in its own chunk, counted
+from position 0 (``chunk_visible``).
 """
 from __future__ import annotations
 
@@ -76,6 +78,15 @@ class KVCache:
             visible &= key_pos[None, :] > q_pos[:, None] - self.reach(window)
         return visible
 
+    def chunk_visible(self, q_pos, key_pos, chunk: int):
+        """(Lq, N) bool: key j in query p's chunk, j // chunk == p // chunk (absolute positions)."""
+        return (key_pos[None, :] // chunk) == (q_pos[:, None] // chunk)
+
+    def visible(self, q_pos, key_pos, causal: bool, window, chunk):
+        """``mask`` and, with a chunk, ``chunk_visible``."""
+        visible = self.mask(q_pos, key_pos, causal, window)
+        return visible if not chunk else visible & self.chunk_visible(q_pos, key_pos, int(chunk))
+
     def physical(self, table, b: int, pos, block_size: int):
         """(blocks, slots) of item b's positions ``pos`` in a paged pool: through its table row."""
         return table[b].long()[pos // block_size], pos % block_size
@@ -120,7 +131,7 @@ class KVCache:
         out = torch.where(denom > 0, weights / denom.clamp_min(torch.finfo(dt).tiny), 0.0) @ vf
         return out.to(q.dtype)
 
-    def paged(self, qb, kb, vb, q_pos, pos, n, k_cache, v_cache, table, b, causal, window, scale, opts):
+    def paged(self, qb, kb, vb, q_pos, pos, n, k_cache, v_cache, table, b, causal, window, scale, opts, chunk=None):
         """One item over a paged pool: write through the table, gather its pages, attend."""
         nb, Hkv, bs = k_cache.shape[:3]
         if n > table.shape[-1] * bs:
@@ -133,12 +144,12 @@ class KVCache:
         keys = k_cache[pages].transpose(0, 1).reshape(Hkv, -1, k_cache.shape[-1])
         vals = v_cache[pages].transpose(0, 1).reshape(Hkv, -1, v_cache.shape[-1])
         count = self.key_count(n, bs)
-        visible = self.mask(q_pos, torch.arange(count, device=qb.device), causal, window)
+        visible = self.visible(q_pos, torch.arange(count, device=qb.device), causal, window, chunk)
         return self.attend(qb, keys[:, :count], vals[:, :count], visible, scale, **opts)
 
     def attention_with_kvcache(self, q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None,
                                causal=True, scale=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=False,
-                               block_table=None, softcap=None, sinks=None):
+                               block_table=None, softcap=None, sinks=None, chunk=None):
         opts = {key: val for key, val in (("softcap", softcap), ("sinks", sinks)) if val is not None}
         B, Lq, Smax, dev = q.shape[0], q.shape[-2], k_cache.shape[-2], q.device
         n_new = 0 if k is None else k.shape[-2]
@@ -155,22 +166,22 @@ class KVCache:
                 qb = self.rotate(qb, (q_pos + shift).clamp_min(0), rotary_cos, rotary_sin, rotary_interleaved)
             if block_table is not None:
                 outs.append(self.paged(qb, kb, None if v is None else v[b], q_pos, pos, n, k_cache, v_cache,
-                                       block_table, b, causal, window, scale, opts))
+                                       block_table, b, causal, window, scale, opts, chunk))
                 continue
             if n <= Smax:  # linear: write, then attend over the first n slots
                 if kb is not None:
                     self.write(k_cache, b, pos, kb)
                     self.write(v_cache, b, pos, v[b])
                 key_pos = torch.arange(n, device=dev)
-                visible = self.mask(q_pos, key_pos, causal, window)
+                visible = self.visible(q_pos, key_pos, causal, window, chunk)
                 outs.append(self.attend(qb, k_cache[b, :, :n], v_cache[b, :, :n], visible, scale, **opts))
                 continue
-            if window is None or Smax < window:
+            if min(x for x in (window, chunk, Smax + 1) if x) > Smax:
                 raise ValueError(f"{n} positions do not fit a cache of {Smax} slots")
             old = torch.arange(max(0, c - Smax), c, device=dev)  # rolling: what the ring holds now
             keys = torch.cat([k_cache[b][:, old % Smax], kb], dim=-2)
             vals = torch.cat([v_cache[b][:, old % Smax], v[b]], dim=-2)
-            visible = self.mask(q_pos, torch.cat([old, pos]), causal, window)
+            visible = self.visible(q_pos, torch.cat([old, pos]), causal, window, chunk)
             outs.append(self.attend(qb, keys, vals, visible, scale, **opts))
             keep = slice(max(0, n_new - Smax), n_new)
             self.write(k_cache, b, pos[keep] % Smax, kb[:, keep])
