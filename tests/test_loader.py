@@ -193,8 +193,8 @@ def test_not_callable_and_not_a_class():
 
 
 def test_an_optional_parameter_the_function_lacks_is_a_feature_it_does_not_support():
-    """The record's ``options``: attention_with_kvcache without block_table/softcap/sinks is not broken;
-    it does not support paging, softcap and sinks (as if declared); **kwargs takes them all."""
+    """The record's ``options``: attention_with_kvcache without block_table/sinks/chunk is not broken;
+    it does not support paging, sinks and chunks (as if declared); **kwargs takes them all."""
     def old(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, window=None, causal=True, scale=None,
             rotary_cos=None, rotary_sin=None, rotary_interleaved=False, softcap=None):
         return q
@@ -202,7 +202,7 @@ def test_an_optional_parameter_the_function_lacks_is_a_feature_it_does_not_suppo
     kv = "attention_with_kvcache"
     assert signature_problem(kv, old) is None
     lacking = protocol.lacking_features(kv, old)
-    assert set(lacking) == {"kvcache_paged", "sinks"}, lacking
+    assert set(lacking) == {"kvcache_paged", "sinks", "kvcache_chunked"}, lacking
     assert lacking["kvcache_paged"] == "attention_with_kvcache takes no 'block_table' parameter"
     assert protocol.lacking_features(kv, lambda q, k_cache, v_cache, **kw: q) == {}
     assert protocol.lacking_features(SDPA, _sdpa) == {}
@@ -213,7 +213,7 @@ def test_a_target_without_the_parameter_has_the_feature_lacking(write):
                                             "cache_seqlens=None, window=None, causal=True, scale=None, "
                                             "rotary_cos=None, rotary_sin=None, rotary_interleaved=False):\n"
                                             "    return q\n"))
-    assert set(target.info.lacking) == {"kvcache_paged", "softcap", "sinks"}
+    assert set(target.info.lacking) == {"kvcache_paged", "softcap", "sinks", "kvcache_chunked"}
     target.close()
 
 

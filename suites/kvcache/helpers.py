@@ -128,7 +128,7 @@ def assert_close(out, truth, naive, dtype, what: str) -> tolerance.Comparison:
 
 
 # -- paged caches (suites/kvcache/test_paged_kvcache.py) --------------------------------------
-def _shrink(cfg: KVCacheConfig, q, dtype) -> float:
+def extreme_shrink(cfg: KVCacheConfig, q, dtype) -> float:
     """The factor that keeps +-1e4 keys' raw scores below a quarter of the dtype's max."""
     peak = float(q.double().abs().sum(-1).max()) * EXTREME / cfg.E ** 0.5
     return min(1.0, torch.finfo(dtype).max / 4 / peak) if peak > 0 else 1.0
@@ -148,7 +148,7 @@ def pool(cfg: KVCacheConfig, k, v, table, device, poison_q=None):
             pos = torch.arange(c)
             filled[table[b].cpu().long()[pos // cfg.block_size], pos % cfg.block_size] = True
         g, empty = cfg.generator(salt=9), (~filled)[:, None, :, None].to(device)
-        kc = torch.where(empty, (extreme_like(kc, g).double() * _shrink(cfg, poison_q, kc.dtype)).to(kc.dtype), kc)
+        kc = torch.where(empty, (extreme_like(kc, g).double() * extreme_shrink(cfg, poison_q, kc.dtype)).to(kc.dtype), kc)
         vc = torch.where(empty, extreme_like(vc, g), vc)
     for b, c in enumerate(cfg.prior):
         pos = torch.arange(c, device=device)

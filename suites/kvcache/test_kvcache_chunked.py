@@ -58,7 +58,7 @@ def check_other_chunks(target, cfg):
     qn, kn, vn = kv.new_tokens(cfg, q), kv.new_tokens(cfg, k), kv.new_tokens(cfg, v)
     kc, vc = kv.prefilled(cfg, k, v, target.device)
     g = cfg.generator(salt=11)
-    shrink = kv._shrink(cfg, qn, kc.dtype)
+    shrink = kv.extreme_shrink(cfg, qn, kc.dtype)
     starts = [(c // cfg.chunk) * cfg.chunk for c in cfg.prior]  # the first query's chunk starts here
     for b, s in enumerate(starts):
         if s:

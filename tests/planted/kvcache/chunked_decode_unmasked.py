@@ -2,8 +2,8 @@
 
 Real pattern: "a decode step needs no mask" (one query, causal by construction), a shortcut that
 drops the chunked mask with it: the prompt is chunked correctly, every generated token then attends
-to the whole cache, earlier chunks included. Caught by: kvcache_chunked.decode,
-kvcache_chunked.other_chunks.
+to the whole cache, earlier chunks included. Caught by: kvcache_chunked.other_chunks (and
+kvcache_chunked.decode).
 """
 import pathlib
 import sys
