@@ -21,6 +21,7 @@ def test_jobs_resolution(monkeypatch):
     assert options.jobs("3") == 3 and options.jobs(None) == 1 and options.jobs(1) == 1
     assert options.jobs("auto", ["--pdb"]) == 1 and options.jobs("auto", ["-s"]) == 1
     assert options.jobs("auto", ["-p", "no:xdist"]) == 1
+    assert options.jobs("auto", ["-n", "4"]) == 1 and options.jobs("auto", ["--numprocesses=4"]) == 1  # theirs
     assert options.jobs("auto", ["--strict-markers"]) == 8  # (not mistaken for -s)
     assert options.jobs("auto", keyword="rope") == 1 and options.jobs("auto", ["suites/x.py::test_y"]) == 1  # slices
     assert options.jobs("2", keyword="rope") == 2           # (as asked)

@@ -101,15 +101,16 @@ def cores() -> int:
 def jobs(value: str | int | None, pytest_args: list[str] = (), keyword: str | None = None) -> int:
     """The worker count of ``--jobs VALUE``: an integer as given; ``auto``: the cores (at most
     ``MAX_AUTO_JOBS``), 1 where pytest-xdist is missing, ``pytest_args`` ask for the terminal
-    (``--pdb``, ``-s``) or the run is a slice (``-k``, test ids: a worker's start-up, importing torch and
-    collecting every suite, costs more than a slice's share saves). Raises ValueError for anything
-    else, or N > 1 without pytest-xdist."""
+    (``--pdb``, ``-s``) or their own ``-n``, or the run is a slice (``-k``, test ids: a worker's start-up,
+    importing torch and collecting every suite, costs more than a slice's share saves). Raises
+    ValueError for anything else, or N > 1 without pytest-xdist."""
     text = str(value if value is not None else 1).strip().lower()
     have_xdist = importlib.util.find_spec("xdist") is not None
     if text == "auto":
         words = [str(w) for w in pytest_args]
         pairs = {" ".join(words[i:i + 2]) for i in range(len(words))}
-        if not have_xdist or keyword or any("::" in w for w in words) \
+        own = any(w == "-n" or w.startswith("--numprocesses") for w in words)  # (the user's -n decides)
+        if not have_xdist or keyword or own or any("::" in w for w in words) \
                 or any(flag in words or flag in pairs for flag in _ONE_PROCESS):
             return 1
         return max(1, min(cores(), MAX_AUTO_JOBS))

@@ -151,7 +151,7 @@ def measure(ctx: Context, p: dict) -> dict:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     last = runs["none"][-1]
     return {"time_s": med["process"], "time_none_s": med["none"], "overhead_ratio": statistics.median(ratios),
-            "jobs": options.jobs(p["jobs"]),
+            "jobs": runs["process"][-1]["phases"]["workers"],
             "ratios": ratios, "repeats": p["repeats"], "exit_codes": [r["exit_code"] for m in MODES for r in runs[m]],
             "summary": runs["process"][-1]["summary"], "loadavg_1m": load, "cpu_count": os.cpu_count(),
             "phases_in_process": last["phases"], "phases_isolated": runs["process"][-1]["phases"],

@@ -86,13 +86,11 @@ def main(args) -> int:
     except ValueError as exc:
         print(f"check: error: {exc}", file=sys.stderr)
         return 2
-    n = argv[argv.index("-n") + 1] if "-n" in argv[:-1] else "1"  # (-n of ours, or of the pytest arguments)
-    if n != "1":
-        n = os.cpu_count() if n == "auto" else int(n) if n.isdigit() else 2
+    n = options.jobs(args.jobs, list(args.pytest_args), args.keyword)  # (as pytest_argv resolved it)
+    if n > 1:
         if args.isolation == "process" and 2 * n > options.cores():  # no core to spare for waiting on a reply
             os.environ.setdefault("HARNESS_SPIN_S", "0")
-        print(f"check: {n} pytest-xdist workers (--jobs {args.jobs}; --jobs 1 runs in "
-              f"one process)", flush=True)
+        print(f"check: {n} pytest-xdist workers (--jobs {args.jobs}; --jobs 1 runs in one process)", flush=True)
     code = int(pytest.main(argv))
     if args.report and code in (0, 1) and not (Path(args.report) / "conformance.json").is_file():
         print(f"check: pytest ended (exit {code}) without writing the conformance report into "

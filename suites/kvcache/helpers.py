@@ -64,22 +64,23 @@ def feed(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, rotary=None) 
     return torch.cat(outs, dim=-2)
 
 
-def prefilled(cfg: KVCacheConfig, k, v, device, poison_from=None, q=None):
+def prefilled(cfg: KVCacheConfig, k, v, device, poison_from=None, q=None, poison_before=None):
     """Caches in which item b holds its first ``cfg.prior[b]`` keys/values (written by the harness)
-    and random values elsewhere; ``poison_from`` (per item): slots from there on hold +-1e4
-    (keys shrunk so that the raw scores stay below a quarter of the dtype's max, as
-    ``suites.attention.helpers.poison`` does: an overflow before masking tests no mask)."""
+    and random values elsewhere; ``poison_from`` (per item): slots from there on hold +-1e4, or
+    ``poison_before`` (per item): the slots before it (keys shrunk by ``extreme_shrink`` so that the raw
+    scores of ``q`` stay below a quarter of the dtype's max, as ``suites.attention.helpers.poison``
+    does: an overflow before masking tests no mask)."""
     kc, vc = cfg.garbage_cache(device)
     for b, c in enumerate(cfg.prior):
         kc[b, :, :c], vc[b, :, :c] = k[b, :, :c], v[b, :, :c]
-    if poison_from is not None:
+    spans = ([slice(c, None) for c in poison_from] if poison_from is not None else
+             [slice(0, s) for s in poison_before] if poison_before is not None else None)
+    if spans is not None:
         g = cfg.generator(salt=9)
-        scale = 1.0 / cfg.E ** 0.5
-        peak = float(q.double().abs().sum(-1).max()) * EXTREME * scale
-        shrink = min(1.0, torch.finfo(kc.dtype).max / 4 / peak) if peak > 0 else 1.0
-        for b, c in enumerate(poison_from):
-            kc[b, :, c:] = (extreme_like(kc[b, :, c:], g).double() * shrink).to(kc.dtype)
-            vc[b, :, c:] = extreme_like(vc[b, :, c:], g)
+        shrink = extreme_shrink(cfg, q, kc.dtype)
+        for b, span in enumerate(spans):
+            kc[b, :, span] = (extreme_like(kc[b, :, span], g).double() * shrink).to(kc.dtype)
+            vc[b, :, span] = extreme_like(vc[b, :, span], g)
     return kc, vc
 
 

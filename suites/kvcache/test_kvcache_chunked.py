@@ -15,7 +15,6 @@ import torch
 from hypothesis import given
 
 from harness.reference.chunked_attention import chunked_attention_math
-from harness.suites.attention.helpers import extreme_like
 from harness.suites.kit import run
 from harness.suites.kvcache import configs as kvc
 from harness.suites.kvcache import helpers as kv
@@ -56,14 +55,8 @@ def check_other_chunks(target, cfg):
     max); no query of the call may see them, so the output equals the float64 cache reference."""
     q, k, v = cfg.qkv(target.device)
     qn, kn, vn = kv.new_tokens(cfg, q), kv.new_tokens(cfg, k), kv.new_tokens(cfg, v)
-    kc, vc = kv.prefilled(cfg, k, v, target.device)
-    g = cfg.generator(salt=11)
-    shrink = kv.extreme_shrink(cfg, qn, kc.dtype)
     starts = [(c // cfg.chunk) * cfg.chunk for c in cfg.prior]  # the first query's chunk starts here
-    for b, s in enumerate(starts):
-        if s:
-            kc[b, :, :s] = (extreme_like(kc[b, :, :s], g).double() * shrink).to(kc.dtype)
-            vc[b, :, :s] = extreme_like(vc[b, :, :s], g)
+    kc, vc = kv.prefilled(cfg, k, v, target.device, poison_before=starts, q=qn)
     (ref, _, _), nai = kv.one_call_truth(cfg, qn, kc, vc, kn, vn)
     out = kv.call_kv(target, cfg, qn, kc, vc, kn, vn, kv.seqlens(cfg.prior, q.device), **kv.options(cfg))
     try:

@@ -23,13 +23,17 @@ PROPERTY_PREFIX = "alibi"
 SLOPES, BIAS = "alibi_slopes", "alibi_bias"
 
 
-def call_bias(target, H: int, Lq: int, Lk: int) -> tuple[torch.Tensor, torch.dtype]:
+def call_bias(target, H: int, Lq: int, Lk: int, shard: tuple[int, int] | None = None
+              ) -> tuple[torch.Tensor, torch.dtype]:
     """(the target's bias (H, Lq, Lk) as float64 on the CPU with each row's value at its own
-    position j = p subtracted, the dtype it returned)."""
-    out = expect_floating(impl(target, BIAS)(H, Lq, Lk), BIAS, (H, Lq, Lk))
+    position j = p subtracted, the dtype it returned); ``shard=(h0, h1)``: the call takes it, and the
+    bias holds those h1 - h0 heads."""
+    n = H if shard is None else shard[1] - shard[0]
+    out = impl(target, BIAS)(H, Lq, Lk) if shard is None else impl(target, BIAS)(H, Lq, Lk, shard=shard)
+    out = expect_floating(out, BIAS, (n, Lq, Lk))
     p = torch.arange(Lq) + (Lk - Lq)
-    own = out.double().gather(-1, p.view(1, Lq, 1).expand(H, Lq, 1))  # (H, Lq, 1)
-    return out.double() - own, out.dtype
+    own = out.double().cpu().gather(-1, p.view(1, Lq, 1).expand(n, Lq, 1))  # (n, Lq, 1)
+    return out.double().cpu() - own, out.dtype
 
 
 def causal(Lq: int, Lk: int) -> torch.Tensor:

@@ -14,11 +14,12 @@ import pytest
 import torch
 from hypothesis import given
 
-from harness.reference.alibi import alibi_distance, alibi_math, get_slopes
+from harness.reference.alibi import alibi_math, get_slopes
 from harness.spec import tolerance
 from harness.suites.kit import impl, require_features, run
 from harness.suites.positions.configs import alibi_shard_configs
 from harness.suites.positions.helpers import expect_floating
+from harness.suites.positions.test_alibi import call_bias, causal, fitted_slopes
 
 PROPERTY_PREFIX = "alibi_shard"
 SLOPES, BIAS = "alibi_slopes", "alibi_bias"
@@ -57,20 +58,14 @@ def check_bias(target, cfg):
     up to each row's constant (softmax ignores it), over the causal keys, -get_slopes(H)[h] * (p - j)."""
     require_features(target, "alibi_bias_shard")
     H, Lq, Lk = cfg.heads, cfg.Lq, cfg.Lk
-    p = torch.arange(Lq) + (Lk - Lq)
-    vis_2d = alibi_distance(Lq, Lk) >= 0
     for h0, h1 in cfg.shards():
-        n = h1 - h0
-        out = expect_floating(impl(target, BIAS)(H, Lq, Lk, shard=(h0, h1)), BIAS, (n, Lq, Lk))
-        own = out.double().cpu().gather(-1, p.view(1, Lq, 1).expand(n, Lq, 1))
-        rel = out.double().cpu() - own
-        vis = vis_2d.expand(n, Lq, Lk)
+        rel, dtype = call_bias(target, H, Lq, Lk, shard=(h0, h1))
+        vis = causal(Lq, Lk).expand(h1 - h0, Lq, Lk)
         truth = alibi_math(H, Lq, Lk, shard=(h0, h1))
-        naive = alibi_math(H, Lq, Lk, compute_dtype=out.dtype, shard=(h0, h1)).double()
-        cmp = tolerance.compare(rel[vis], truth[vis], naive[vis], dtype=out.dtype)
+        naive = alibi_math(H, Lq, Lk, compute_dtype=dtype, shard=(h0, h1)).double()
+        cmp = tolerance.compare(rel[vis], truth[vis], naive[vis], dtype=dtype)
         if not cmp.ok:
-            dist = alibi_distance(Lq, Lk).clamp_min(0)
-            fitted = -(rel * dist).sum(dim=(-2, -1)) / (dist * dist).sum() if Lk > 1 else torch.zeros(n)
+            fitted = fitted_slopes(rel, Lq, Lk) if Lk > 1 else torch.zeros(h1 - h0)  # (one key: no distance)
             raise AssertionError(f"alibi_bias({H}, {Lq}, {Lk}, shard=({h0}, {h1})) ({cfg.tp} ranks of {H // cfg.tp} "
                                  f"heads): {cmp.describe()}\n  the shard's slopes in the bias "
                                  f"{[round(v, 5) for v in fitted.tolist()]}\n  get_slopes({H})[{h0}:{h1}]       "
