@@ -64,7 +64,7 @@ def feed(target, cfg: KVCacheConfig, q, k, v, k_cache, v_cache, *, rotary=None) 
     return torch.cat(outs, dim=-2)
 
 
-def prefilled(cfg: KVCacheConfig, k, v, device, poison_from=None, q=None, poison_before=None):
+def prefilled(cfg: KVCacheConfig, k, v, device, *, poison_from=None, q=None, poison_before=None):
     """Caches in which item b holds its first ``cfg.prior[b]`` keys/values (written by the harness)
     and random values elsewhere; ``poison_from`` (per item): slots from there on hold +-1e4, or
     ``poison_before`` (per item): the slots before it (keys shrunk by ``extreme_shrink`` so that the raw
