@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import runner
-from harness.basics import options, scope, versions
+from harness.basics import heap, options, scope, versions
 from harness.spec import configs, tolerance
 from harness.boundary import guard, provided
 from harness.verdicts import session_rows, xfails
@@ -160,6 +160,10 @@ def targets(config: pytest.Config):
 
 def not_loaded_reason(target) -> str:
     return f"target {target.spec!r} {NOT_LOADED} (the cause is printed once, under 'targets that do not load')"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    heap.settle()  # (under `harness check` only: harness.basics.heap)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

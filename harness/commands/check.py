@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.basics import options
+from harness.basics import heap, options
 
 SUITES = options.SUITES
 
@@ -44,6 +44,9 @@ def add_parser(sub) -> None:
 
 def pytest_argv(args) -> list[str]:
     argv = [str(SUITES), "-p", "no:cacheprovider", "-q", "-rfE",
+            # its two full collections at the end cost ~0.8 s a process; a target's unraisable
+            # exceptions are not the harness's business (harness.basics.heap)
+            "-p", "no:unraisableexception",
             # the suites raise AssertionErrors with their own messages: pytest's rewriting of every
             # suite module (recompiled on each run where bytecode is not cached) would buy nothing
             "--assert=plain",
@@ -81,6 +84,7 @@ def pytest_argv(args) -> list[str]:
 def main(args) -> int:
     import pytest
     os.environ.setdefault("PYTHONHASHSEED", "0")
+    os.environ.setdefault(heap.ENV, "settle")  # (this process's pytest and its xdist workers)
     try:
         argv = pytest_argv(args)
     except ValueError as exc:
