@@ -10,6 +10,7 @@ from harness.reference.sliding_window import sliding_window_attention
 from harness.reference.chunked_attention import chunked_attention
 from harness.reference.kvcache import attention_with_kvcache
 from harness.reference.attention_varlen import attention_varlen
+from harness.reference.mla import mla_decode
 from harness.reference.layernorm import LayerNorm
 from harness.reference.rmsnorm import RMSNorm
 from harness.reference.blocks import residual_block
@@ -27,7 +28,7 @@ from harness.reference.span_corruption import span_corruption
 from harness.reference.dependency_models import MODEL_CLAIM, build_model
 from harness.reference.bert import bert_embeddings, build_bert, build_inputs, make_nsp_pairs
 
-__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "chunked_attention", "attention_with_kvcache", "attention_varlen",
+__all__ = ["scaled_dot_product_attention", "sliding_window_attention", "chunked_attention", "attention_with_kvcache", "attention_varlen", "mla_decode",
            "LayerNorm", "RMSNorm", "residual_block",
            "sinusoidal_position_embedding", "LearnedPositionEmbedding", "apply_rotary_embedding", "RotaryEmbedding",
            "rope_frequencies", "ScaledRotaryEmbedding",

@@ -127,6 +127,29 @@ RECORDS: tuple[Name, ...] = (
                   "scaled scores before masking (softcap · tanh(s / softcap), Gemma 2), `sinks` `(Hq,)` add one "
                   "logit per head to the softmax's denominator (gpt-oss; `reference/attention_options.py`); a "
                   "row with no visible key is zeros; out `(total_q, Hq, Ev)`."),
+    # ---- latent attention -----------------------------------------------------------------------
+    Name("mla_decode", family="mla", reference="harness.reference.mla",
+         signature="mla_decode(q, kv_cache, cache_seqlens, head_dim_v, block_table=None, scale=None, causal=True) "
+                   "-> out",
+         new_memory=True,
+         features={"mla_paged": "a paged latent cache (block_table) in mla_decode",
+                   "mla_kv_heads": "several latent heads (Hkv > 1, shared GQA-style) in mla_decode"},
+         options={"block_table": "mla_paged"},
+         compared=TOLERANCE + " (one call over ragged linear latent caches)",
+         contract="multi-head latent attention (DeepSeek-V2/V3's MLA) in its decode-kernel form, FlashMLA's "
+                  "`flash_mla_with_kvcache` (the output; its layout, the block table optional): q `(B, Lq, Hq, D)`, "
+                  "D = Dc + Dr, the absorbed query (latent part, then the rotated RoPE part); `kv_cache` `(B, Smax, "
+                  "Hkv, D)`, the normalised latent c then the rotated k_pe, shared by all query heads (Hkv = 1 in "
+                  "DeepSeek; else head h reads latent head h // (Hq / Hkv)); `cache_seqlens` `(B,)` int32, the filled "
+                  "positions **including** the Lq new tokens (the caller wrote them; nothing is written); the values "
+                  "are `kv_cache[..., :head_dim_v]`; `scale` defaults to D^-0.5 (FlashMLA's; DeepSeek passes "
+                  "(d_nope + Dr)^-0.5); `causal`: query i of item b at position cache_seqlens[b] − Lq + i sees the "
+                  "keys up to it, else every filled key; out `(B, Lq, Hq, head_dim_v)`. Paged (`block_table` "
+                  "`(B, max_blocks)` int32): a pool `(num_blocks, block_size, Hkv, D)`, position p of item b in "
+                  "block `block_table[b, p // block_size]` at slot `p % block_size`. Absorbed form: with DeepSeek's "
+                  "W_UK, W_UV, q = [W_UK^T q_nope ; q_pe] and out projected by W_UV equal attention over keys "
+                  "[W_UK c ; k_pe] and values W_UV c. A target declares `mla_paged` (or lacks `block_table`) and "
+                  "`mla_kv_heads` unsupported."),
     # ---- positions ------------------------------------------------------------------------------
     Name("sinusoidal_position_embedding", family="positions", reference="harness.reference.sinusoidal",
          signature="sinusoidal_position_embedding(num_positions, dim) -> Tensor[num_positions, dim]",
