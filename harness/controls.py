@@ -51,6 +51,8 @@ CONTROLS: tuple[Control, ...] = (
     _adapter("hf_bert_attention", "transformers' BERT eager attention"),
     _adapter("hf_chunked_attention", "transformers' chunked attention path (Llama 4): sdpa_mask with "
              "chunked_causal_mask_function and sdpa_attention_forward"),
+    _adapter("hf_deepseek_mla", "transformers' DeepSeek-V3 attention (MLA, eager) as a model calls it, weights "
+             "chosen so that its unabsorbed form is the decode form; one latent head, a linear cache declared"),
     _adapter("hf_positions", "transformers' Llama RoPE, Bloom ALiBi, T5 bias, DistilBERT sinusoidal"),
     _adapter("hf_rope_scaling", "transformers' ROPE_INIT_FUNCTIONS (linear, dynamic, yarn, llama3, longrope) as its "
              "models call them, with a model config"),
