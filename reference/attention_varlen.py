@@ -18,6 +18,8 @@ of its own sequence:
 - ``window`` w: only keys j > position - w (the protocol's ``w`` extent: w keys, as
   ``sliding_window_attention`` and ``attention_with_kvcache``); ``extent="w+1"`` is
   FlashAttention's ``window_size=(w, 0)``, the named convention ``window_extent``;
+- ``chunk`` c (Llama 4's ``attention_chunk_size``): only keys j with j // c = position // c, the
+  positions counted from the start of each sequence (a packed document's chunks restart with it);
 - GQA: query head h reads KV head h // (Hq / Hkv);
 - ``scale`` (default 1/sqrt(E)) multiplies q.k; ``softcap`` then caps the scaled scores and
   ``sinks`` enter the softmax's denominator (``reference.attention_options``);
@@ -42,7 +44,7 @@ def bounds(cu_seqlens) -> list[tuple[int, int]]:
 
 
 def visible_keys(Lq: int, Lk: int, causal: bool, window: int | None, extent: str = "w",
-                 device=None) -> torch.Tensor:
+                 device=None, chunk: int | None = None) -> torch.Tensor:
     """(Lq, Lk) bool: which keys of its own sequence each query sees (bottom-right positions)."""
     pos = torch.arange(Lq, device=device)[:, None] + (Lk - Lq)
     j = torch.arange(Lk, device=device)[None, :]
@@ -52,6 +54,8 @@ def visible_keys(Lq: int, Lk: int, causal: bool, window: int | None, extent: str
     if window is not None:
         reach = window if extent == "w" else window + 1
         visible &= j > pos - reach
+    if chunk is not None:
+        visible &= j // chunk == pos // chunk
     return visible
 
 
@@ -80,7 +84,7 @@ def sequence_math(q, k, v, visible, scale=None, softcap=None, sinks=None, comput
 
 
 def varlen_math(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, window=None, scale=None, softcap=None,
-                sinks=None, extent="w", compute_dtype=torch.float64, scale_at="scores"):
+                sinks=None, extent="w", compute_dtype=torch.float64, scale_at="scores", chunk=None):
     """The math in ``compute_dtype``: out (total_q, Hq, Ev) of that dtype. In float64 the truth; in
     the input dtype the tolerance policy's naive yardstick."""
     q_bounds, k_bounds = bounds(cu_seqlens_q), bounds(cu_seqlens_k)
@@ -90,7 +94,7 @@ def varlen_math(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, window=None, 
     for (qs, qe), (ks, ke) in zip(q_bounds, k_bounds):
         if qe == qs:
             continue
-        visible = visible_keys(qe - qs, ke - ks, causal, window, extent, device=q.device)
+        visible = visible_keys(qe - qs, ke - ks, causal, window, extent, device=q.device, chunk=chunk)
         seq = sequence_math(q[qs:qe].transpose(0, 1), k[ks:ke].transpose(0, 1), v[ks:ke].transpose(0, 1),
                             visible, scale, softcap, sinks, compute_dtype, scale_at)
         out[qs:qe] = seq.transpose(0, 1)  # (Lq, Hq, Ev)
@@ -98,7 +102,7 @@ def varlen_math(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, window=None, 
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, window=None,
-                     scale=None, softcap=None, sinks=None):
+                     scale=None, softcap=None, sinks=None, chunk=None):
     """The protocol function: float64 math, cast back to q's dtype. ``max_seqlen_*`` are a kernel's
     launch sizes; the math reads the lengths from cu_seqlens (they must not exceed the maxima)."""
     longest_q = max((e - s for s, e in bounds(cu_seqlens_q)), default=0)
@@ -106,4 +110,5 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if longest_q > max_seqlen_q or longest_k > max_seqlen_k:
         raise ValueError(f"a sequence is longer ({longest_q}, {longest_k}) than max_seqlen_q/k "
                          f"({max_seqlen_q}, {max_seqlen_k})")
-    return varlen_math(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, scale, softcap, sinks).to(q.dtype)
+    return varlen_math(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, window, scale, softcap, sinks,
+                       chunk=chunk).to(q.dtype)

@@ -3,7 +3,8 @@ attention-gym do it.
 
 The packed rows stay one sequence (q (1, Hq, total_q, E)); a ``mask_mod`` keeps each query to the
 keys of its own document (the document of every row read from ``cu_seqlens``), at its
-bottom-right position within it (causal), inside the window; ``softcap`` is a ``score_mod``
+bottom-right position within it (causal), inside the window, inside its chunk (``chunk``: positions
+within the document, so chunks restart with each document); ``softcap`` is a ``score_mod``
 (softcap * tanh(score / softcap), as attention-gym's soft-capping example); GQA is FlexAttention's
 ``enable_gqa``. Sinks are the adapter's one line of math: FlexAttention returns each row's
 log-sum-exp L of the (scaled, capped) scores, and a sink logit s in the denominator scales the row
@@ -33,7 +34,7 @@ def _rows(cu: torch.Tensor, total: int):
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, window=None,
-                     scale=None, softcap=None, sinks=None):
+                     scale=None, softcap=None, sinks=None, chunk=None):
     doc_q, pos_q, len_q = _rows(cu_seqlens_q, q.shape[0])
     doc_k, pos_k, len_k = _rows(cu_seqlens_k, k.shape[0])
     at = pos_q + (len_k - len_q)[doc_q]  # each query's bottom-right position in its document
@@ -44,6 +45,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             keep = keep & (pos_k[ki] <= at[qi])
         if window is not None:
             keep = keep & (pos_k[ki] > at[qi] - window)
+        if chunk is not None:  # (attention-gym's chunked mask, on positions within the document)
+            keep = keep & (pos_k[ki] // chunk == at[qi] // chunk)
         return keep
 
     block_mask = create_block_mask(mask_mod, None, None, q.shape[0], k.shape[0], device=q.device)

@@ -113,10 +113,12 @@ RECORDS: tuple[Name, ...] = (
                   "`kvcache_chunked` unsupported, or its function lacks the parameter (the same)."),
     Name("attention_varlen", family="attention", reference="harness.reference.attention_varlen",
          signature="attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, "
-                   "window=None, scale=None, softcap=None, sinks=None) -> out",
+                   "window=None, scale=None, softcap=None, sinks=None, chunk=None) -> out",
          new_memory=True,
          features={"is_causal": "is_causal=True", "enable_gqa": GQA, "varlen_window": "a window in attention_varlen",
-                   "softcap": SOFTCAP, "sinks": SINKS},
+                   "softcap": SOFTCAP, "sinks": SINKS,
+                   "varlen_chunked": "chunk (chunked local attention, Llama 4) in attention_varlen"},
+         options={"chunk": "varlen_chunked"},
          compared=TOLERANCE + " (packed sequences, causal or not, GQA; and each target's SDPA run per sequence)",
          contract="packed sequences, FlashAttention's `flash_attn_varlen_func` in its own layout: q `(total_q, "
                   "Hq, E)`, k/v `(total_k, Hkv, E|Ev)`, `cu_seqlens_q`/`cu_seqlens_k` `(B + 1,)` int32 "
@@ -125,7 +127,10 @@ RECORDS: tuple[Name, ...] = (
                   "sequence with Lq queries and Lk keys sits at i + Lk − Lq (bottom-right **per sequence**); "
                   "`causal`, `window` (`window_extent`) and GQA as `attention_with_kvcache`; `softcap` caps the "
                   "scaled scores before masking (softcap · tanh(s / softcap), Gemma 2), `sinks` `(Hq,)` add one "
-                  "logit per head to the softmax's denominator (gpt-oss; `reference/attention_options.py`); a "
+                  "logit per head to the softmax's denominator (gpt-oss; `reference/attention_options.py`); `chunk` "
+                  "(Llama 4's `attention_chunk_size`) keeps a query to the keys of its own chunk, j // chunk = "
+                  "position // chunk, positions counted from each sequence's start (a packed document's chunks "
+                  "restart with it; optional: `varlen_chunked`, or no such parameter); a "
                   "row with no visible key is zeros; out `(total_q, Hq, Ev)`."),
     # ---- latent attention -----------------------------------------------------------------------
     Name("mla_decode", family="mla", reference="harness.reference.mla",

@@ -6,7 +6,7 @@ rebuilt from the seed (``AttnConfig.qkv``), so a shrunk counterexample replays e
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from hypothesis import strategies as st
@@ -157,7 +157,7 @@ def dropout_configs(draw, dtypes=DTYPE) -> DropoutConfig:
 class VarlenConfig(Config):
     """Packed sequences (``attention_varlen``): sequence b has ``q_lens[b]`` queries and ``k_lens[b]``
     keys; q (sum(q_lens), hq, E), k (sum(k_lens), hkv, E), v (sum(k_lens), hkv, Ev). ``window`` 0:
-    none; ``softcap`` 0: none; ``sinks``: one drawn logit per query head."""
+    none; ``softcap`` 0: none; ``sinks``: one drawn logit per query head; ``chunk`` 0: none."""
 
     q_lens: tuple[int, ...]
     k_lens: tuple[int, ...]
@@ -171,6 +171,7 @@ class VarlenConfig(Config):
     window: int = 0
     softcap: float = 0.0
     sinks: bool = False
+    chunk: int = 0
 
     @property
     def total_q(self) -> int:
@@ -232,6 +233,18 @@ def varlen_configs(draw, *, causal=st.booleans(), gqa: bool = False, dtypes=DTYP
 
 
 _EVEN_HEAD = st.one_of(st.integers(1, 8).map(lambda x: 2 * x), st.sampled_from([16, 32, 64]))
+
+
+@st.composite
+def chunked_varlen_configs(draw, dtypes=DTYPE) -> VarlenConfig:
+    """Chunked local attention over 2 .. 4 packed documents (causal, bottom-right): a chunk of 1, 2 .. 12
+    or 16, documents of 1 .. 40 tokens, so most documents start at a packed row that is no multiple
+    of the chunk (their chunks restart there), queries as many as the keys or a decoding tail."""
+    B = draw(st.integers(2, 4))
+    k_lens = tuple(draw(st.lists(_VLEN, min_size=B, max_size=B)))
+    q_lens = tuple(k if draw(st.booleans()) else draw(st.integers(1, k)) for k in k_lens)
+    cfg = draw(varlen_configs(causal=st.just(True), dtypes=dtypes, lengths=st.just((q_lens, k_lens))))
+    return replace(cfg, chunk=draw(st.one_of(st.just(1), st.integers(2, 12), st.just(16))))
 
 
 def equal_lengths(batches: tuple[int, int], max_len: int) -> st.SearchStrategy:

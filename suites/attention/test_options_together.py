@@ -191,7 +191,10 @@ VARLEN_OPTIONS = pairwise.Options(
         hq=_HEADS[row["heads"]][0], hkv=_HEADS[row["heads"]][1], E=16, Ev=16 if row["Ev"] == "E" else 24,
         dtype=row["dtype"], seed=_seed(row), causal=row["causal"], window=row["window"], softcap=row["softcap"],
         sinks=row["sinks"]),
-    not_drawn={"scale": "attention.scale and the SDPA covering set (the default 1/sqrt(E) here)"},
+    not_drawn={"scale": "attention.scale and the SDPA covering set (the default 1/sqrt(E) here)",
+               "chunk": "varlen_chunked.* (chunked local attention over packed documents, its own properties; not "
+                        "yet paired with the other options here)",
+               "varlen_chunked": "as chunk"},
 )
 VARLEN_ROWS = pairwise.covering_rows(VARLEN_OPTIONS)
 VARLEN_DROPS = {"is_causal": {"causal": False}, "varlen_window": {"window": 0}, "softcap": {"softcap": 0.0},

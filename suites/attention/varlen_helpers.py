@@ -18,7 +18,7 @@ def features_of(cfg: VarlenConfig) -> list[str]:
     """The ``HARNESS_UNSUPPORTED`` features a call with ``cfg`` uses."""
     used = [f for f, on in (("is_causal", cfg.causal), ("enable_gqa", cfg.hq != cfg.hkv),
                             ("varlen_window", cfg.window > 0), ("softcap", cfg.softcap > 0),
-                            ("sinks", cfg.sinks)) if on]
+                            ("sinks", cfg.sinks), ("varlen_chunked", cfg.chunk > 0)) if on]
     return used + [cfg.dtype]
 
 
@@ -31,6 +31,8 @@ def options(cfg: VarlenConfig, device) -> dict:
         kw["softcap"] = cfg.softcap
     if cfg.sinks:
         kw["sinks"] = cfg.sink_logits(device)
+    if cfg.chunk:
+        kw["chunk"] = cfg.chunk
     return kw
 
 
@@ -51,7 +53,7 @@ def call_varlen(target, cfg: VarlenConfig, q, k, v, **kw) -> torch.Tensor:
 
 def _math_kw(cfg: VarlenConfig, kw: dict) -> dict:
     out = {"causal": cfg.causal, "window": cfg.window or None, "softcap": cfg.softcap or None,
-           "sinks": cfg.sink_logits() if cfg.sinks else None}
+           "sinks": cfg.sink_logits() if cfg.sinks else None, "chunk": cfg.chunk or None}
     out.update(kw)
     return out
 
@@ -90,7 +92,8 @@ def agree(out, cfg: VarlenConfig, q, k, v, what: str, *, rows=None, **kw) -> tol
 
 def describe(cfg: VarlenConfig) -> str:
     return (f"q_lens {list(cfg.q_lens)}, k_lens {list(cfg.k_lens)}"
-            + (", causal" if cfg.causal else "") + (f", window {cfg.window}" if cfg.window else ""))
+            + (", causal" if cfg.causal else "") + (f", window {cfg.window}" if cfg.window else "")
+            + (f", chunk {cfg.chunk}" if cfg.chunk else ""))
 
 
 def rows_of(cu, seqs, total: int) -> torch.Tensor:

@@ -77,8 +77,12 @@ class Varlen:
         w = torch.where(den > 0, w / den.clamp_min(torch.finfo(s.dtype).tiny), torch.zeros_like(w))
         return w @ v
 
+    def chunk_of(self, positions, chunk: int, start: int):
+        """The chunk of each position of a sequence whose first row is packed row ``start``."""
+        return positions // chunk
+
     def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
-                         window=None, scale=None, softcap=None, sinks=None):
+                         window=None, scale=None, softcap=None, sinks=None, chunk=None):
         dt = torch.promote_types(q.dtype, torch.float32)
         qf, kf, vf = q.to(dt), k.to(dt), v.to(dt)
         hq, hkv = q.shape[1], k.shape[1]
@@ -102,6 +106,8 @@ class Varlen:
                 visible &= j <= pos
             if window is not None:
                 visible &= j > pos - self.reach(window)
+            if chunk is not None:
+                visible &= self.chunk_of(j, chunk, ks) == self.chunk_of(pos, chunk, ks)
             seq = self.attend(qb, kb, vb, visible, scale, softcap, sinks)
             other = self.grad_surrogate(dict(qb=qb, kb=kb, vb=vb, visible=visible, scale=scale, softcap=softcap,
                                              sinks=sinks, qf=qf, kf=kf, vf=vf, heads=heads, qs=qs, ks=ks, ke=ke))
