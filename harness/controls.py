@@ -53,6 +53,8 @@ CONTROLS: tuple[Control, ...] = (
              "chunked_causal_mask_function and sdpa_attention_forward"),
     _adapter("hf_deepseek_mla", "transformers' DeepSeek-V3 attention (MLA, eager) as a model calls it, weights "
              "chosen so that its unabsorbed form is the decode form; one latent head, a linear cache declared"),
+    _adapter("hf_packed_attention", "transformers' packed-sequence masks (create_causal_mask / "
+             "create_chunked_causal_mask on restarting position_ids) with sdpa_attention_forward"),
     _adapter("hf_positions", "transformers' Llama RoPE, Bloom ALiBi, T5 bias, DistilBERT sinusoidal"),
     _adapter("hf_rope_scaling", "transformers' ROPE_INIT_FUNCTIONS (linear, dynamic, yarn, llama3, longrope) as its "
              "models call them, with a model config"),

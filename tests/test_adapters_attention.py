@@ -51,3 +51,18 @@ def test_hf_chunked_attention_passes_and_a_window_in_its_place_does_not(pytester
     assert all(c == "pass" for (p, t), c in cells.items() if t == target), cells
     assert cells[("chunked_attention.other_chunks", str(window))] == "fail", cells
     assert result.parseoutcomes().get("failed", 0) >= 1
+
+
+def test_hf_packed_attention_restarts_chunks_per_document(pytester, tmp_path):
+    """transformers' packed-sequence masks (``create_chunked_causal_mask`` on position ids that restart
+    per document, ``harness.adapters.hf_packed_attention``) pass both chunked varlen properties; the
+    planted kernel that counts chunks from the packed row's start fails ``varlen_chunked.agreement``."""
+    from planted_support import conformance, run_suite
+    report = tmp_path / "report"
+    wrong = ROOT / "tests" / "planted" / "varlen" / "chunks_from_packed_start.py"
+    target = "harness.adapters.hf_packed_attention"
+    run_suite(pytester, ["test_varlen_chunked.py"], [target, str(wrong)], None, "--conformance-report", str(report))
+    cells = conformance(report)
+    for prop in ("varlen_chunked.agreement", "varlen_chunked.other_chunks"):
+        assert cells[(prop, target)].startswith("pass"), cells
+    assert cells[("varlen_chunked.agreement", str(wrong))] == "fail", cells
