@@ -75,16 +75,21 @@ def _diagnosis(cfg: MLAConfig, q, cache, out) -> str:
     return ""
 
 
+def _linear_call(target, cfg: MLAConfig):
+    """(q, cache, out, comparison with the float64 reference) of one call over the linear cache."""
+    q, cache = cfg.q(target.device), cfg.cache(target.device)
+    out = call_mla(target, q, cache, cfg.seqlens(target.device), cfg.dv, causal=cfg.causal)
+    ref, naive = _truth(cfg, q, cache)
+    return q, cache, out, tolerance.compare(out, ref, naive, dtype=q.dtype)
+
+
 def check_agreement(target, cfg: MLAConfig):
     """One call over a linear latent cache (1 .. 3 items of ragged lengths, 1 .. 4 new tokens, causal or
     not, the default scale D^-0.5) equals the float64 reference: scores over the latent and RoPE parts,
     values the first head_dim_v dims, each item's queries at the end of its own filled part; a failure
     names a known mistake the output matches (the latent's scale, the RoPE part dropped, top-left
     causal alignment)."""
-    q, cache = cfg.q(target.device), cfg.cache(target.device)
-    out = call_mla(target, q, cache, cfg.seqlens(target.device), cfg.dv, causal=cfg.causal)
-    ref, naive = _truth(cfg, q, cache)
-    cmp = tolerance.compare(out, ref, naive, dtype=q.dtype)
+    q, cache, out, cmp = _linear_call(target, cfg)
     if not cmp.ok:
         raise AssertionError(f"mla_decode (lengths {list(cfg.lengths)}, {cfg.lq} new token(s), causal={cfg.causal}, "
                              f"Dc={cfg.dc}, Dr={cfg.dr}, head_dim_v={cfg.dv}) differs from the float64 reference: "
@@ -161,10 +166,7 @@ def check_paged(target, cfg: MLAConfig):
 def check_kv_heads(target, cfg: MLAConfig):
     """Several latent heads shared GQA-style: query head h reads latent head h // (Hq / Hkv) (one call
     against the float64 reference; each latent head's keys differ)."""
-    q, cache = cfg.q(target.device), cfg.cache(target.device)
-    out = call_mla(target, q, cache, cfg.seqlens(target.device), cfg.dv, causal=cfg.causal)
-    ref, naive = _truth(cfg, q, cache)
-    cmp = tolerance.compare(out, ref, naive, dtype=q.dtype)
+    cmp = _linear_call(target, cfg)[3]
     if not cmp.ok:
         group = cfg.hq // cfg.hkv
         raise AssertionError(f"{cfg.hq} query heads over {cfg.hkv} latent heads (query head h reads latent head "
