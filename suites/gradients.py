@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from harness.spec import tolerance
-from harness.suites.kit import UNSUPPORTED, expect_tensor, require_features, submit_on_target
+from harness.suites.kit import UNSUPPORTED, check_convention, expect_tensor, require_features, submit_on_target
 from harness.boundary.interpret import gradcheck_fast
 from harness.boundary.target_ops import backward
 from harness.suites.attention.helpers import poison
@@ -56,19 +56,49 @@ def target_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g:
 def submit_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g: torch.Tensor, *,
                  module=None, params: tuple[str, ...] = (), seed: int | None = None):
     """``target_grads`` as a ``Pending`` (``submit_on_target``): compute the float64 reference
-    gradients before ``.result()``, which a worker overlaps with the target's backward."""
+    gradients before ``.result()``, which a worker overlaps with the target's backward.
+
+    A target that declares ``backward_determinism: deterministic`` is held to it by every gradient
+    property (issue 48, item 3, for every differentiable name): the forward and backward run a
+    second time on the same inputs and must give bitwise the same output and gradients (NaN equal to
+    NaN); a difference is that convention's mismatch, with the largest spread."""
     require_features(target, "backward")
 
     def checked(reply):
         out, grads, pgrads, why = reply
         if why is not None:
             pytest.skip(f"{UNSUPPORTED} (no backward: {why})")
+        if target.conventions.get("backward_determinism") == "deterministic":
+            again = submit_on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed).result()
+            _same_bits(target, (out, grads, pgrads), again[:3])
         grads = [torch.zeros_like(args[i]) if d is None else d for i, d in zip(wrt, grads)]
         for i, d in zip(wrt, grads):
             expect_tensor(d, f"the gradient of argument {i}", tuple(args[i].shape), args[i].dtype, args[i].device)
         return out, grads, pgrads
 
     return submit_on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed).then(checked)
+
+
+def _same_bits(target, first, second) -> None:
+    """Two runs' (output, [grads], {param: grads}) bitwise equal, or ``backward_determinism``'s mismatch."""
+    def flat(run):
+        out, grads, pgrads = run
+        return [("the output", out), *((f"the gradient of input {i}", d) for i, d in enumerate(grads)),
+                *((f"d{name}", d) for name, d in pgrads.items())]
+
+    spread, differs = 0.0, []
+    for (what, a), (_, b) in zip(flat(first), flat(second)):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            continue
+        a, b = a.detach().double().cpu(), b.detach().double().cpu()
+        if a.shape != b.shape or not bool(((a == b) | (a.isnan() & b.isnan())).all()):
+            differs.append(what)
+            if a.shape == b.shape:
+                spread = max(spread, float((a - b).abs().nan_to_num(float("inf")).max()))
+    if differs:
+        check_convention("backward_determinism", "nondeterministic", target.conventions,
+                         f" Two forward and backward passes on identical inputs differ bitwise ({', '.join(differs)}), "
+                         f"by up to {spread:.3g}.")
 
 
 def upstream(shape, dtype: torch.dtype, gen: torch.Generator, device="cpu") -> torch.Tensor:
