@@ -60,7 +60,8 @@ def test_correct_targets_pass_every_gradient_property(pytester, tmp_path, suite,
     result = run_suite(pytester, [suite], impls, None, "--conformance-report", str(report))
     cells = conformance(report)
     assert len(cells) == len(impls) * len(suite_tests(suite))
-    assert_controls_pass(result, cells, LACKS)
+    # (NaN rows spread into dk and dv: the backward of declared NaN rows is reported unsupported)
+    assert_controls_pass(result, cells, LACKS, {("attention_grad.fully_masked_rows", str(BOTTOM_RIGHT_NAN))})
     if suite == "test_attention_grad.py":
         assert cells[("attention_grad.gradcheck", str(BOTTOM_RIGHT_NAN))] == "pass"
         assert cells[("attention_grad.causal", str(BOTTOM_RIGHT_NAN))] == "pass"

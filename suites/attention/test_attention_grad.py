@@ -29,10 +29,10 @@ from harness.suites.regimes import covering
 from harness.boundary.target_ops import gradcheck
 from harness.reference.attention import attention_math
 from harness.suites.magnitudes import attention_grad_terms
-from harness.suites.attention.helpers import SCALE_PLACEMENTS, SDPA, cpu_kwargs, features_of, visibility
+from harness.suites.attention.helpers import SCALE_PLACEMENTS, SDPA, allowance, cpu_kwargs, features_of, visibility
 from harness.suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
                               poison_for_backward, qkv_and_upstream, submit_grads, worst_each)
-from harness.suites.attention.test_attention_masks import random_mask
+from harness.suites.attention.test_attention_masks import masked_rows_convention, random_mask
 
 PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]
@@ -246,6 +246,83 @@ def check_deterministic(target, cfg):
     record_label(target, f"{label} (max spread {spread:.3g})")
 
 
+def masked_rows_weights(q, k, mask, dead, *, through_scores: bool, scale=None, compute_dtype=torch.float64):
+    """Softmax weights (..., Hq, L, S) of a "uniform" kernel: live rows as the reference (the mask's -inf),
+    fully masked rows ``dead`` uniform over every key. ``through_scores``: the rows' scores are q.k * scale
+    plus a constant that swamps them (Hugging Face eager: an additive finfo.min), so the backward still flows
+    through q.k (dS = P (dP - D) with P uniform); else they are a constant (masked_fill): no gradient to q, k."""
+    q, k = q.to(compute_dtype), k.to(compute_dtype)
+    if q.shape[-3] != k.shape[-3]:
+        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    raw = (q @ k.transpose(-2, -1)) * scale
+    flat = raw - raw.detach() if through_scores else torch.zeros_like(raw)
+    scores = torch.where(dead[:, None].to(raw.device), flat, raw.masked_fill(~mask.to(raw.device), float("-inf")))
+    return torch.softmax(scores, dim=-1)
+
+
+def _uniform_truths(q, k, v, g, mask, dead):
+    """Per way a finite constant enters (through the scores, or in their place): (float64 autograd
+    [dq, dk, dv], the same math in the input dtype)."""
+    out = []
+    for through in (True, False):
+        def fn(qq, kk, vv, dt=torch.float64, through=through):
+            w = masked_rows_weights(qq, kk, mask.cpu(), dead.cpu(), through_scores=through, compute_dtype=dt)
+            vv = vv.to(dt)
+            if vv.shape[-3] != w.shape[-3]:
+                vv = vv.repeat_interleave(w.shape[-3] // vv.shape[-3], dim=-3)
+            return w @ vv
+        truth = autograd_of(fn, [t.double() for t in (q, k, v)], g.double())
+        naive = autograd_of(lambda *t: fn(*t, dt=q.dtype), (q, k, v), g)
+        out.append((truth, naive))
+    return out
+
+
+def check_fully_masked_rows(target, cfg):
+    """Rows whose boolean mask is all False, in the backward, held to what the forward returns for them
+    (``fully_masked_rows``, measured on the same call, as ``attention.fully_masked_rows`` names it):
+    "zeros" -- the rows are constants, so their dq is exactly 0 and they add nothing to dk or dv (every
+    gradient equals float64 autograd of the reference, whose rows are zeros); "uniform" -- a finite mask
+    constant, the rows attend to every key with equal weight: dv gets dO / S from each, and dq, dk follow
+    the constant either through the scores (an additive finfo.min) or in their place (masked_fill); "nan"
+    rows make no claim (NaN spreads into dk and dv), reported unsupported."""
+    g = cfg.generator(salt=6)
+    mask, _, _ = random_mask(cfg, g, target.device)
+    dead = torch.rand(cfg.L, generator=g) < 0.4
+    dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
+    mask = mask.clone()
+    mask[..., dead.to(mask.device), :] = False
+    q, k, v, up = qkv_and_upstream(target, cfg)
+    kw = {"attn_mask": mask, "enable_gqa": q.shape[-3] != k.shape[-3]}
+    require_features(target, *features_of(q, k, kw))
+    out, grads, _ = submit_grads(target, target.lookup(SDPA), (q, k, v), kw, (0, 1, 2), up).result()
+    measured = masked_rows_convention(out, v, dead, cfg.group, 2 * allowance(q, k, v))
+    if measured is None:
+        raise AssertionError(f"fully masked rows {dead.nonzero().flatten().tolist()[:8]}: the forward matches no "
+                             f"fully_masked_rows convention (attention.fully_masked_rows names what it returned)")
+    if measured == "nan":
+        declared = "declared: " if target.conventions.get("fully_masked_rows") == "nan" else ""
+        pytest.skip(f"{UNSUPPORTED} ({declared}fully_masked_rows nan: NaN rows spread into dk and dv, nothing to hold)")
+    rows = dead.nonzero().flatten().tolist()
+    shown = f"{rows[:8]}" + (f" ... ({len(rows)} rows)" if len(rows) > 8 else "")
+    what = f"with fully masked rows {shown} (forward: {measured})"
+    if measured == "zeros":
+        assert_zero(grads[0], dead.to(grads[0].device), -2, f"dq of the fully masked rows {what}")
+        agree(grads, q, k, v, up, what, attn_mask=mask)
+        return
+    open_mask = mask | dead[:, None].to(mask.device)  # (the magnitudes of rows that see every key)
+    terms = attention_grad_terms(q, k, v, up, **cpu_kwargs({"attn_mask": open_mask, "enable_gqa": kw["enable_gqa"]}))
+    failures = []
+    for (truth, naive), how in zip(_uniform_truths(q, k, v, up, mask, dead), ("through the scores", "in their place")):
+        try:
+            assert_grads(NAMES, grads, truth, naive, q.dtype, f"{what}, the constant {how}", terms=terms)
+            return
+        except AssertionError as exc:
+            failures.append(str(exc))
+    raise AssertionError(f"the gradients {what} are those of uniform weights neither way a finite mask constant "
+                         f"enters:\n  " + "\n  ".join(failures))
+
+
 @given(cfg=attn_configs())
 @covering(regimes.GRAD)
 def test_agreement(target, cfg):
@@ -302,3 +379,9 @@ def test_gradcheck(target, cfg):
 @covering(regimes.GRAD)
 def test_deterministic(target, cfg):
     run(target, check_deterministic, cfg)
+
+
+@given(cfg=attn_configs(gqa=True))
+@covering(regimes.ATTENTION)
+def test_fully_masked_rows(target, cfg):
+    run(target, check_fully_masked_rows, cfg)

@@ -160,6 +160,21 @@ def check_mask_shapes(target, cfg):
                     f"{show_mask(seen[tuple(bh)])}\n  expected:{show_mask(expected[tuple(bh)])}")
 
 
+def masked_rows_convention(out, v, dead, group: int, tol: float) -> str | None:
+    """What an output's fully masked rows ``dead`` (bool (L,)) hold, as ``fully_masked_rows`` names it:
+    "nan", "zeros", "uniform" (the mean of all values, what softmax over equal finite scores gives,
+    within ``tol``), or None (none of them)."""
+    rows = out[..., dead.to(out.device), :].double().cpu()
+    uniform = v.double().cpu().repeat_interleave(group, dim=-3).mean(dim=-2, keepdim=True).expand_as(rows)
+    if bool(torch.isnan(rows).all()):
+        return "nan"
+    if bool((rows == 0).all()):
+        return "zeros"
+    if bool(torch.isfinite(rows).all()) and float((rows - uniform).abs().max()) <= tol:
+        return "uniform"
+    return None
+
+
 def check_fully_masked_rows(target, cfg):
     """Rows whose mask is all False: the behaviour (zeros, NaN, uniform) is detected and named;
     every other row is unaffected. Any of the three passes unless another one is declared."""
@@ -173,18 +188,7 @@ def check_fully_masked_rows(target, cfg):
     q, k, v = cfg.qkv(target.device)
     out = call_sdpa(target, cfg, q, k, v, attn_mask=mask)
     rows = out[..., dead, :].double().cpu()
-    # "uniform": the mean of all values, what softmax over equal (finite) scores gives
-    uniform = v.double().cpu().repeat_interleave(cfg.group, dim=-3).mean(dim=-2, keepdim=True)
-    uniform = uniform.expand_as(rows)
-    tol = 2 * allowance(q, k, v)
-    if bool(torch.isnan(rows).all()):
-        measured = "nan"
-    elif bool((rows == 0).all()):
-        measured = "zeros"
-    elif bool(torch.isfinite(rows).all()) and float((rows - uniform).abs().max()) <= tol:
-        measured = "uniform"
-    else:
-        measured = None
+    measured = masked_rows_convention(out, v, dead, cfg.group, 2 * allowance(q, k, v))
     record_label(target, check_convention(
         "fully_masked_rows", measured, target.conventions,
         f"\n  fully masked rows {dead.nonzero().flatten().tolist()} returned e.g. {rows.flatten()[:4].tolist()}"))
