@@ -42,3 +42,16 @@ def test_check_asks_for_it_and_leaves_out_pytests_closing_collections(monkeypatc
     monkeypatch.setattr("pytest.main", main)
     assert check.main(args) == 0
     assert seen["env"] == "settle"
+
+
+def test_the_cli_imports_only_the_chosen_commands_module():
+    """``python -m harness check ...`` builds check's parser without importing the other commands'
+    modules (sweep's pandas, bench's models): the controller of a conformance run starts sooner."""
+    import subprocess
+    import sys
+    code = ("import sys; from harness.cli import build_parser; "
+            "a = build_parser(['check', '--impl', 'reference']).parse_args(['check', '--impl', 'reference']); "
+            "print(a.command, a.impl, sorted(m for m in sys.modules if m.startswith('harness.commands.')), "
+            "'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.split() == ["check", "['reference']", "['harness.commands.check']", "False"], out
