@@ -197,3 +197,43 @@ def test_thorough_run(tmp_path, monkeypatch, capsys):
     assert session.profile == "thorough" and argv[1:3] == ["-m", "pytest"]
     assert " ".join(argv).endswith(f"--hypothesis-profile harness-thorough -k rope --hypothesis-seed={session.seed}")
     assert "+ 1 thorough" in capsys.readouterr().out
+
+
+def test_shards_split_the_plan_and_merge_into_one_sweep(tmp_path, monkeypatch, capsys):
+    """``--shard K/N`` (issue 49, a CI matrix): every shard runs a disjoint part of the same plan, the
+    parts are the whole, and ``--merge`` of the shards' folders gives the rows, alarms and figures of the
+    sweep run in one piece (the thorough run at --thorough-seed in both)."""
+    fake_session(monkeypatch, RECORDED, rc=1)
+    plan = ["--targets", "torch.nn", "reference", "--seeds", "1", "2", "--thorough-seed", "9"]
+    assert cli(["sweep", *plan, "--out", str(tmp_path / "whole")]) == 1
+    for k in (1, 2, 3):
+        cli(["sweep", *plan, "--shard", f"{k}/3", "--out", str(tmp_path / f"shard-{k}")])
+    parts = [json.loads((tmp_path / f"shard-{k}" / "sweep.json").read_text()) for k in (1, 2, 3)]
+    keys = [{(r["target"], r["profile"], r["seed"]) for r in p["rows"]} for p in parts]
+    assert all(len(a & b) == 0 for i, a in enumerate(keys) for b in keys[i + 1:])  # disjoint
+    assert [p["shard"] for p in parts] == ["1/3", "2/3", "3/3"]
+    capsys.readouterr()
+    code = cli(["sweep", "--merge", *(str(tmp_path / f"shard-{k}") for k in (1, 2, 3)),
+                "--out", str(tmp_path / "merged")])
+    merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "sweep.json").read_text())
+
+    def verdicts(d):
+        return sorted((r["target"], r["profile"], r["seed"], r["run"], r["passed"], r["alarms"]) for r in d["rows"])
+    assert code == 1 and verdicts(merged) == verdicts(whole)
+    assert merged["figures"] == whole["figures"] and len(merged["alarms"]) == len(whole["alarms"])
+    assert merged["shards"] == [str(tmp_path / f"shard-{k}") for k in (1, 2, 3)]
+    assert "sweep --merge: 3 folder(s)" in capsys.readouterr().out
+
+
+def test_a_shard_needs_the_seeds_given(tmp_path, capsys):
+    """Fresh random seeds would differ from job to job: --shard refuses them, and a missing folder
+    in --merge is named."""
+    assert cli(["sweep", "--targets", "reference", "--seeds", "3", "--shard", "1/2", "--out", str(tmp_path)]) == 2
+    assert cli(["sweep", "--targets", "reference", "--seed", "3", "--thorough", "--shard", "1/2",
+                "--out", str(tmp_path)]) == 2
+    assert "--shard needs the same plan in every shard" in capsys.readouterr().err
+    assert cli(["sweep", "--merge", str(tmp_path / "nowhere"), "--out", str(tmp_path / "m")]) == 2
+    assert "no sweep.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli(["sweep", "--seed", "1", "--shard", "3/2"])

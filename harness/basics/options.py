@@ -8,10 +8,11 @@ here too. A leaf module: the CLI builds its parser without importing torch.
 """
 from __future__ import annotations
 
+import argparse
+
 import importlib.util
 import os
 import sys
-from pathlib import Path
 
 from harness.basics import layout
 
@@ -153,3 +154,23 @@ STRICT_GATE_HELP = ("the baseline gate also fails (exit 1) on a point it could n
 def add_strict_gate(p, help: str = STRICT_GATE_HELP) -> None:
     """``--strict``: the baseline gate fails on undecided points too (``reports.gate.gate``)."""
     p.add_argument("--strict", action="store_true", help=help)
+
+
+def shard(text: str) -> tuple[int, int]:
+    """``K/N`` (1 <= K <= N) as (K, N): the K-th of N parts of a command's work (a CI matrix job)."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes K/N (the K-th of N parts, 1 <= K <= N), got {text!r}") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"--shard {text}: K must be 1 .. N")
+    return k, n
+
+
+def in_shard(items: list, part: tuple[int, int] | None) -> list:
+    """The items of shard ``part`` = (K, N): every N-th, from the K-th, in the given order (a deterministic
+    split: the same plan gives every shard a disjoint part, and the N parts are the whole)."""
+    if part is None:
+        return list(items)
+    k, n = part
+    return [x for i, x in enumerate(items) if i % n == k - 1]

@@ -10,6 +10,13 @@ target as an ``--impl`` (its consistency section is printed; not alarms: differe
 The cells come from each session's ``conformance.json``; ``harness.verdicts.sweep_table`` counts them and
 writes sweep.csv / sweep.md / sweep.json into ``--out``. Exit 1 on any alarm (a ``fail`` or
 ``error`` cell of a control), 2 when nothing ran, 130 when Ctrl-C stopped it first, else 0.
+
+A CI matrix splits one sweep (issue 49): every job runs the same plan with ``--shard K/N`` (given seeds,
+``--thorough-seed`` for the thorough run: fresh random ones would differ per job) and does every N-th
+session; ``sweep --merge DIR ... --out DIR`` joins the jobs' folders into the files of one sweep::
+
+    python -m harness sweep --seed 11 --seed 22 --thorough-seed 33 --shard 2/4 --out shard-2
+    python -m harness sweep --merge shard-1 shard-2 shard-3 shard-4 --out sweep
 """
 from __future__ import annotations
 
@@ -49,6 +56,12 @@ def add_parser(sub) -> None:
                    help="target (default): one pytest process per (target, seed), progress per target; "
                         "seed: one per seed with every target, adds the consistency section")
     p.add_argument("--jobs", type=int, default=1, help="pytest processes at once (default 1)")
+    p.add_argument("--thorough-seed", type=int, default=None, metavar="N",
+                   help="the thorough run at this seed (implies --thorough)")
+    p.add_argument("--shard", type=options.shard, default=None, metavar="K/N",
+                   help="run the K-th of N parts of the sessions (a CI matrix job; seeds must be given)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="DIR",
+                   help="join these sweeps' --out folders (the shards) into --out, and run nothing")
     options.add_impl_timeout(p)
     p.set_defaults(func=main)
 
@@ -208,34 +221,9 @@ def _loop(sessions, pending, running, args, t0, rows, alarms, consistency) -> No
                 print("  " + line, flush=True)
 
 
-def main(args) -> int:
-    chosen = select(args.targets)
-    seeds = seeds_of(args)
-    runs = [("dev", s) for s, _ in seeds]
-    if args.thorough:
-        runs.append(("thorough", random.SystemRandom().randrange(SEED_RANGE)))
-    out = Path(args.out)
-    if not runs:
-        print("sweep: no seed and no --thorough: nothing to run", file=sys.stderr)
-        return 2
-    for seed, fresh in seeds:
-        print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""), flush=True)
-    if args.thorough:
-        print(f"harness-thorough seed {runs[-1][1]} (fresh random)", flush=True)
-    sessions, rows, alarms = plan(chosen, runs, args, out)
-    for r in rows:
-        if r["profile"] == runs[0][0] and r["seed"] == runs[0][1]:
-            print(f"{r['target']}: {r['status']}", flush=True)
-    print(f"{len(chosen)} controls, {len(runs)} runs each: {len(sessions)} pytest session(s) "
-          f"(--group {args.group}, --jobs {args.jobs}); -k {args.keyword!r}", flush=True)
-    t0, at_start = time.monotonic(), commit()
-    got = run_all(sessions, args, t0)
-    rows, alarms, consistency, interrupted = rows + got[0], alarms + got[1], got[2], got[3]
-    at_end = commit()
-    # each session runs the checkout as it is when it starts: a commit made during a long sweep shows
-    meta = {"commit": at_start if at_start == at_end else f"{at_start}..{at_end}", "interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs],
-            "keyword": args.keyword, "group": args.group, "targets": [c.spec for c in chosen],
-            "seconds": round(time.monotonic() - t0, 1)}
+def report(out: Path, rows, alarms, consistency, meta, t0: float, interrupted: bool, empty_ok: bool = False) -> int:
+    """Write and print a sweep's files and summary; its exit status (``empty_ok``: a shard that got no
+    session is no failure of its CI job)."""
     paths = sweep_table.write(out, rows, alarms, consistency, meta)
     print("\n" + (sweep_table.markdown(rows) if rows else "(no rows)"))
     if consistency:
@@ -254,4 +242,62 @@ def main(args) -> int:
         return 1
     if interrupted:
         return 130
-    return 0 if fig["properties_run"] else 2
+    return 0 if fig["properties_run"] or empty_ok else 2
+
+
+def merge(args) -> int:
+    try:
+        rows, alarms, consistency, meta = sweep_table.merge([Path(f) for f in args.merge])
+    except FileNotFoundError as exc:
+        print(f"sweep --merge: {exc}", file=sys.stderr)
+        return 2
+    print(f"sweep --merge: {len(args.merge)} folder(s), {len(rows)} row(s), {len(alarms)} alarm(s) -> {args.out}")
+    return report(Path(args.out), rows, alarms, consistency, meta, time.monotonic(), meta["interrupted"])
+
+
+def main(args) -> int:
+    if args.merge:
+        return merge(args)
+    fresh = args.seeds is not None and len(args.seeds) == 1 or args.seeds is None and not args.seed
+    if args.shard and (fresh or (args.thorough and args.thorough_seed is None)):
+        print("sweep: --shard needs the same plan in every shard: give the seeds (--seeds A B ..., --seed N) and "
+              "--thorough-seed N for a thorough run (fresh random seeds differ per job)", file=sys.stderr)
+        return 2
+    chosen = select(args.targets)
+    seeds = seeds_of(args)
+    runs = [("dev", s) for s, _ in seeds]
+    if args.thorough or args.thorough_seed is not None:
+        runs.append(("thorough", args.thorough_seed if args.thorough_seed is not None
+                     else random.SystemRandom().randrange(SEED_RANGE)))
+    out = Path(args.out)
+    if not runs:
+        print("sweep: no seed and no --thorough: nothing to run", file=sys.stderr)
+        return 2
+    for seed, fresh in seeds:
+        print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""), flush=True)
+    if args.thorough or args.thorough_seed is not None:
+        print(f"harness-thorough seed {runs[-1][1]}" + ("" if args.thorough_seed is not None else " (fresh random)"),
+              flush=True)
+    sessions, rows, alarms = plan(chosen, runs, args, out)
+    if args.shard:  # (the rows of controls that cannot run here: the first shard's, once)
+        every = len(sessions)
+        sessions = options.in_shard(sessions, args.shard)
+        if args.shard[0] != 1:
+            rows, alarms = [], []
+        print(f"shard {args.shard[0]}/{args.shard[1]}: {len(sessions)} of the plan's {every} session(s)", flush=True)
+    for r in rows:
+        if r["profile"] == runs[0][0] and r["seed"] == runs[0][1]:
+            print(f"{r['target']}: {r['status']}", flush=True)
+    print(f"{len(chosen)} controls, {len(runs)} runs each: {len(sessions)} pytest session(s) "
+          f"(--group {args.group}, --jobs {args.jobs}); -k {args.keyword!r}", flush=True)
+    t0, at_start = time.monotonic(), commit()
+    got = run_all(sessions, args, t0)
+    rows, alarms, consistency, interrupted = rows + got[0], alarms + got[1], got[2], got[3]
+    at_end = commit()
+    # each session runs the checkout as it is when it starts: a commit made during a long sweep shows
+    meta = {"commit": at_start if at_start == at_end else f"{at_start}..{at_end}", "interrupted": interrupted, "profiles": [{"profile": p, "seed": s} for p, s in runs],
+            "keyword": args.keyword, "group": args.group, "targets": [c.spec for c in chosen],
+            "seconds": round(time.monotonic() - t0, 1)}
+    if args.shard:
+        meta["shard"] = f"{args.shard[0]}/{args.shard[1]}"
+    return report(out, rows, alarms, consistency, meta, t0, interrupted, empty_ok=bool(args.shard) and not sessions)

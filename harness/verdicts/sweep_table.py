@@ -142,3 +142,37 @@ def write(out: Path, rows: list[dict], alarms: list[dict], consistency: list[dic
     paths[2].write_text(json.dumps({**meta, "figures": fig, "figures_line": figures_line(fig), "rows": rows,
                                     "alarms": alarms, "consistency": consistency}, indent=1))
     return paths
+
+
+def merge(folders: list[Path]) -> tuple[list[dict], list[dict], list[dict], dict]:
+    """(rows, alarms, consistency, meta) of several sweeps' folders as one sweep: the shards of a CI
+    matrix (``sweep --shard K/N``), or sweeps of other machines. Rows, alarms and consistency lines are
+    joined; the meta's targets and profiles are united, ``seconds`` is the longest (shards run side by
+    side), ``interrupted`` any, ``commit`` each distinct one; ``shards`` names the folders."""
+    rows, alarms, consistency, metas = [], [], [], []
+    for folder in folders:
+        path = Path(folder) / "sweep.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder}: no sweep.json (not a sweep's --out folder, or it did not finish)")
+        data = json.loads(path.read_text())
+        rows += data["rows"]
+        alarms += data["alarms"]
+        consistency += data["consistency"]
+        metas.append(data)
+
+    def union(key):
+        seen = []
+        for m in metas:
+            for x in m.get(key) or []:
+                if x not in seen:
+                    seen.append(x)
+        return seen
+
+    commits = list(dict.fromkeys(str(m.get("commit")) for m in metas))
+    keywords = list(dict.fromkeys(m.get("keyword") for m in metas))
+    meta = {"commit": commits[0] if len(commits) == 1 else ",".join(commits),
+            "interrupted": any(m.get("interrupted") for m in metas), "profiles": union("profiles"),
+            "keyword": keywords[0] if len(keywords) == 1 else keywords, "group": metas[0].get("group") if metas else None,
+            "targets": union("targets"), "seconds": max((m.get("seconds") or 0 for m in metas), default=0),
+            "shards": [str(f) for f in folders]}
+    return rows, alarms, consistency, meta
