@@ -336,3 +336,16 @@ def test_receptive_field_follows_the_window_convention(tmp_path, declared, match
     m = receptive_field.measure(ctx, "target.sliding_window", p)
     assert m["receptive_field"] == 3 * 4 + 1 and m["measured_extent"] == "w+1"
     assert m["match"] is match
+
+
+def test_shards_split_the_suites(tmp_path, capsys):
+    """``--shard K/N`` (issue 49, a CI matrix): every N-th suite, whole (a suite's points and checks
+    belong together); a shard left without one records nothing and exits 0."""
+    args = ["--impl", "reference", "--suite", "scaling,kv_cache", "--sizes", "32,64",
+            "--cases", "target.sdpa,mha"]
+    assert bench(tmp_path / "s2", *args, "--shard", "2/2") in (0, 1)
+    suites = {json.loads(line)["suite"] for line in (tmp_path / "s2" / "results.jsonl").read_text().splitlines()}
+    assert suites == {"kv_cache"}, suites
+    assert bench(tmp_path / "s3", *args, "--shard", "3/3") == 0
+    assert not (tmp_path / "s3" / "results.jsonl").exists()
+    assert "shard 3/3: suites (none) of scaling,kv_cache" in capsys.readouterr().err

@@ -74,6 +74,9 @@ def add_parser(sub) -> None:
                    help="start no new point after this many seconds of the run; the rest are "
                         "recorded as skipped (default: the profile's, gpu 225 s; 0: no budget)")
     p.add_argument("--strict", action="store_true", help="exit 1 when an acceptance check fails")
+    p.add_argument("--shard", type=options.shard, default=None, metavar="K/N",
+                   help="run the K-th of N parts of the suites (every N-th; a CI matrix job, each into its own "
+                        "--out; `harness report` reads the folders together)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars, a plain line per finished point instead (the default when "
                         "stderr is not a terminal)")
@@ -163,6 +166,13 @@ def main(args) -> int:
 
     started = time.perf_counter()
     suites = registry.parse(args.suite)
+    if args.shard:  # (whole suites: a suite's points and acceptance checks belong together)
+        mine = options.in_shard(suites, args.shard)
+        print(f"harness bench: shard {args.shard[0]}/{args.shard[1]}: suites {','.join(mine) or '(none)'} of "
+              f"{','.join(suites)}", file=sys.stderr)
+        if not mine:
+            return 0
+        suites = mine
     passes = parse_passes(getattr(args, "passes", None))
     if args.devices or args.device == "all":
         return _fan_out(args, suites, torch)
