@@ -36,7 +36,7 @@ _map_checkout_folders()
 #: the call rules), ``verdicts`` (the verdict record and its tables); the plug-in, the CLI, the runner and
 #: the controls stay on top. notes/ARCHITECTURE.md draws it.
 STAGES = {
-    "basics": ("layout", "options", "extras", "optional", "versions", "scope", "heap"),
+    "basics": ("layout", "options", "extras", "optional", "versions", "scope", "heap", "shards"),
     "spec": ("name_record", "protocol", "declarations", "conventions", "configs", "tolerance", "stats", "explain"),
     "boundary": ("wire", "handles", "pending", "progress", "guard", "module_tensors", "target_ops", "provided",
                  "interpreter_calls", "interpreter_fixes", "interpreter_probe", "json_cache", "interpret",

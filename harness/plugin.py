@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from harness import runner
-from harness.basics import heap, options, scope, versions
+from harness.basics import heap, options, scope, shards, versions
 from harness.spec import configs, tolerance
 from harness.boundary import guard, provided
 from harness.verdicts import session_rows, xfails
@@ -91,6 +91,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with several --impl targets (backends of one library): fail the session when "
                          "they measure different conventions or the differential checks "
                          "(suites/consistency/) find different outputs; without it they are reported")
+    group.addoption("--shard", type=options.shard, default=None, metavar="K/N",
+                    help="run the K-th of N parts of the collected properties (a CI matrix job)")
     group.addoption("--torch-threads", type=int, default=None, metavar="N",
                     help="torch CPU threads (default 1 for conformance runs: the suites' tensors are "
                          "tiny and thread hand-off dominates; benchmark runs keep torch's default)")
@@ -127,6 +129,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except xfails.XfailsError as exc:
         raise pytest.UsageError(str(exc)) from None
     configs.add_source(options.SUITES)  # the configuration types, before a target's HARNESS_SIZES is read
+    if config.getoption("shard"):
+        config.pluginmanager.register(shards.Shard(config.getoption("shard")), "harness-shard")
     targets(config)
 
 

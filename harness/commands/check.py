@@ -38,6 +38,12 @@ def add_parser(sub) -> None:
                    help="properties known to fail, one 'PROPERTY [TARGET]  # why' a line: reported XFAIL "
                         "(visible, the run passes); a failure not listed fails the run (docs/ci.md)")
     p.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
+    p.add_argument("--shard", type=options.shard, default=None, metavar="K/N",
+                   help="run the K-th of N parts of the properties (a CI matrix job, each with its own --report); "
+                        "--merge joins the reports")
+    p.add_argument("--merge", nargs="+", default=None, metavar="DIR",
+                   help="join these --report folders (the shards) into --report, print the table and exit 1 "
+                        "on a failure; runs nothing")
     p.add_argument("pytest_args", nargs="*", help="extra arguments passed to pytest (after --)")
     p.set_defaults(func=main)
 
@@ -73,6 +79,8 @@ def pytest_argv(args) -> list[str]:
         argv += ["--xfails", args.xfails]
     if args.keyword:
         argv += ["-k", args.keyword]
+    if getattr(args, "shard", None):
+        argv += ["--shard", f"{args.shard[0]}/{args.shard[1]}"]
     n = options.jobs(getattr(args, "jobs", 1), list(args.pytest_args), args.keyword)  # (programmatic callers: one process)
     if n > 1:
         # worksteal: the properties' times differ by 100x (a BERT model's dependency check against a
@@ -81,7 +89,30 @@ def pytest_argv(args) -> list[str]:
     return argv + list(args.pytest_args)
 
 
+def merge(args) -> int:
+    """``check --merge``: the shards' reports as one (exit 1 when a cell failed or errored)."""
+    from harness.verdicts import conformance_table as ct
+    if not args.report:
+        print("check --merge: give --report DIR for the joined report", file=sys.stderr)
+        return 2
+    try:
+        rows = ct.merge(args.merge)
+    except FileNotFoundError as exc:
+        print(f"check --merge: {exc}", file=sys.stderr)
+        return 2
+    paths = ct.write_conformance(rows, args.report)
+    table, hidden = ct.terminal_table(rows)
+    print(table.to_markdown() if not table.empty else "(no results)")
+    if hidden:
+        print(f"{hidden} row(s) where every target was skipped are hidden (the written report keeps them)")
+    print("\n".join(ct.summary_lines(rows)))
+    print(f"check --merge: {len(args.merge)} report(s) -> {', '.join(str(p) for p in paths)}")
+    return 1 if any(ct.cell(r)[2] in ("fail", "error") for r in rows) else 0
+
+
 def main(args) -> int:
+    if getattr(args, "merge", None):
+        return merge(args)
     import pytest
     os.environ.setdefault("PYTHONHASHSEED", "0")
     os.environ.setdefault(heap.ENV, "settle")  # (this process's pytest and its xdist workers)

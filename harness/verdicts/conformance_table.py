@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.verdicts.verdict import KINDS, RARE_KINDS, decide  # noqa: F401 (KINDS, RARE_KINDS: this module's readers)
+from harness.verdicts.verdict import KINDS, RANK, RARE_KINDS, decide  # noqa: F401 (KINDS, RARE_KINDS: this module's readers)
 
 def cell(row: dict) -> tuple[int, str, str]:
     """One test result as (severity, text, kind): what ``session_rows.row_of`` decided when the report
@@ -178,3 +178,24 @@ def write_conformance(rows: list[dict], out_dir, targets=(), consistency=None) -
                          else "none") + "\n" + tail)
     paths[2].write_text(json.dumps(data, indent=1))
     return paths
+
+
+def rows_of_report(data: dict) -> list[dict]:
+    """A written ``conformance.json``'s results as rows again (one decided cell each), so that reports
+    are joined and rewritten by the same code that wrote them."""
+    return [{"property": r["property"], "target": r["target"], "kind": r["kind"], "severity": RANK.get(r["kind"], 0),
+             "text": r["result"], "reason": r.get("detail") or "", "repro": r.get("repro") or "",
+             "seconds": r.get("seconds"), "target_seconds": r.get("target_seconds"), "error": r.get("error")}
+            for r in data.get("results", [])]
+
+
+def merge(folders) -> list[dict]:
+    """The rows of several reports' folders (the shards of one run, ``harness check --shard``): a
+    (property, target) that two of them hold keeps the worse cell, as within one run."""
+    rows = []
+    for folder in folders:
+        path = Path(folder) / "conformance.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder}: no conformance.json (not a --report folder, or its run did not finish)")
+        rows += rows_of_report(json.loads(path.read_text()))
+    return rows
