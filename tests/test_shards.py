@@ -31,13 +31,13 @@ def test_shards_of_a_run_merge_into_the_run(tmp_path):
     whole = check(*run, "--report", str(tmp_path / "whole"))
     assert whole.returncode == 1, whole.stdout[-2000:]
     ran = []
-    for k in (1, 2, 3):
-        part = check(*run, "--shard", f"{k}/3", "--report", str(tmp_path / f"s{k}"))
+    for k in (1, 2):
+        part = check(*run, "--shard", f"{k}/2", "--report", str(tmp_path / f"s{k}"))
         assert part.returncode in (0, 1), part.stdout[-2000:] + part.stderr[-2000:]
         ran.append({c[0] for c in cells(tmp_path / f"s{k}") if c[3] not in ("skipped",)})
     assert all(not (a & b) for i, a in enumerate(ran) for b in ran[i + 1:]), ran  # disjoint properties
-    merged = check("--merge", *(str(tmp_path / f"s{k}") for k in (1, 2, 3)), "--report", str(tmp_path / "m"))
-    assert merged.returncode == 1 and "check --merge: 3 report(s)" in merged.stdout, merged.stdout[-2000:]
+    merged = check("--merge", *(str(tmp_path / f"s{k}") for k in (1, 2)), "--report", str(tmp_path / "m"))
+    assert merged.returncode == 1 and "check --merge: 2 report(s)" in merged.stdout, merged.stdout[-2000:]
     assert cells(tmp_path / "m") == cells(tmp_path / "whole")
 
 
