@@ -221,7 +221,7 @@ def _loop(sessions, pending, running, args, t0, rows, alarms, consistency) -> No
                 print("  " + line, flush=True)
 
 
-def report(out: Path, rows, alarms, consistency, meta, t0: float, interrupted: bool, empty_ok: bool = False) -> int:
+def report(out: Path, rows, alarms, consistency, meta, t0: float, interrupted: bool, *, empty_ok: bool = False) -> int:
     """Write and print a sweep's files and summary; its exit status (``empty_ok``: a shard that got no
     session is no failure of its CI job)."""
     paths = sweep_table.write(out, rows, alarms, consistency, meta)

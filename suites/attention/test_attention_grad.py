@@ -382,6 +382,6 @@ def test_deterministic(target, cfg):
 
 
 @given(cfg=attn_configs(gqa=True))
-@covering(regimes.ATTENTION)
+@covering(regimes.GRAD)
 def test_fully_masked_rows(target, cfg):
     run(target, check_fully_masked_rows, cfg)
