@@ -79,6 +79,17 @@ def submit_grads(target, fn, args: tuple, kwargs: dict, wrt: tuple[int, ...], g:
     return submit_on_target(target, backward, fn, args, kwargs, wrt, g, module, params, seed).then(checked)
 
 
+def bitwise_spread(a: torch.Tensor, b: torch.Tensor) -> float | None:
+    """None when ``a`` and ``b`` are bitwise equal (NaN equal to NaN), else their largest difference (a NaN
+    against a number: inf; shapes that differ: 0.0, a difference without a size)."""
+    a, b = a.detach().double().cpu(), b.detach().double().cpu()
+    if a.shape != b.shape:
+        return 0.0
+    if bool(((a == b) | (a.isnan() & b.isnan())).all()):
+        return None
+    return float((a - b).abs().nan_to_num(float("inf")).max())
+
+
 def _same_bits(target, first, second) -> None:
     """Two runs' (output, [grads], {param: grads}) bitwise equal, or ``backward_determinism``'s mismatch."""
     def flat(run):
@@ -90,11 +101,10 @@ def _same_bits(target, first, second) -> None:
     for (what, a), (_, b) in zip(flat(first), flat(second)):
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
             continue
-        a, b = a.detach().double().cpu(), b.detach().double().cpu()
-        if a.shape != b.shape or not bool(((a == b) | (a.isnan() & b.isnan())).all()):
+        apart = bitwise_spread(a, b)
+        if apart is not None:
             differs.append(what)
-            if a.shape == b.shape:
-                spread = max(spread, float((a - b).abs().nan_to_num(float("inf")).max()))
+            spread = max(spread, apart)
     if differs:
         check_convention("backward_determinism", "nondeterministic", target.conventions,
                          f" Two forward and backward passes on identical inputs differ bitwise ({', '.join(differs)}), "

@@ -51,8 +51,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     mask = build(config=config, inputs_embeds=embeds, attention_mask=None, position_ids=position_ids,
                  allow_is_causal_skip=False, **{_CACHE: None})
     module = SimpleNamespace(is_causal=True, num_key_value_groups=H // Hkv, training=False)
-    rows = q.shape[0] if total == T else total
-    qq, kk, vv = (t[:rows].transpose(0, 1)[None] for t in (q, k, v))
+    qq, kk, vv = (t[:total].transpose(0, 1)[None] for t in (q, k, v))  # (rows past cu_seqlens[-1]: zeros)
     o, _ = sdpa_attention_forward(module, qq, kk, vv, mask, dropout=0.0, scaling=scale)
-    out[:rows] = o[0]
+    out[:total] = o[0]
     return out

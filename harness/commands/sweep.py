@@ -259,6 +259,7 @@ def main(args) -> int:
     if args.merge:
         return merge(args)
     fresh = args.seeds is not None and len(args.seeds) == 1 or args.seeds is None and not args.seed
+    thorough = args.thorough or args.thorough_seed is not None
     if args.shard and (fresh or (args.thorough and args.thorough_seed is None)):
         print("sweep: --shard needs the same plan in every shard: give the seeds (--seeds A B ..., --seed N) and "
               "--thorough-seed N for a thorough run (fresh random seeds differ per job)", file=sys.stderr)
@@ -266,7 +267,7 @@ def main(args) -> int:
     chosen = select(args.targets)
     seeds = seeds_of(args)
     runs = [("dev", s) for s, _ in seeds]
-    if args.thorough or args.thorough_seed is not None:
+    if thorough:
         runs.append(("thorough", args.thorough_seed if args.thorough_seed is not None
                      else random.SystemRandom().randrange(SEED_RANGE)))
     out = Path(args.out)
@@ -275,7 +276,7 @@ def main(args) -> int:
         return 2
     for seed, fresh in seeds:
         print(f"harness-dev seed {seed}" + (" (fresh random)" if fresh else ""), flush=True)
-    if args.thorough or args.thorough_seed is not None:
+    if thorough:
         print(f"harness-thorough seed {runs[-1][1]}" + ("" if args.thorough_seed is not None else " (fresh random)"),
               flush=True)
     sessions, rows, alarms = plan(chosen, runs, args, out)

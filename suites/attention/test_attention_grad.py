@@ -30,9 +30,9 @@ from harness.boundary.target_ops import gradcheck
 from harness.reference.attention import attention_math
 from harness.suites.magnitudes import attention_grad_terms
 from harness.suites.attention.helpers import SCALE_PLACEMENTS, SDPA, allowance, cpu_kwargs, features_of, visibility
-from harness.suites.gradients import (GRADCHECK, assert_grads, assert_zero, autograd_of, grad_allowance, gradcheck_options,
+from harness.suites.gradients import (GRADCHECK, assert_grads, bitwise_spread, assert_zero, autograd_of, grad_allowance, gradcheck_options,
                               poison_for_backward, qkv_and_upstream, submit_grads, worst_each)
-from harness.suites.attention.test_attention_masks import masked_rows_convention, random_mask
+from harness.suites.attention.test_attention_masks import masked_rows, masked_rows_convention, random_mask
 
 PROPERTY_PREFIX = "attention_grad"
 pytestmark = [pytest.mark.needs(SDPA), pytest.mark.uses("backward")]
@@ -230,10 +230,10 @@ def check_deterministic(target, cfg):
     for i, name in enumerate(NAMES):
         first = runs[0][i].double().cpu()
         for n, other in enumerate(r[i].double().cpu() for r in runs[1:]):
-            same = (first == other) | (first.isnan() & other.isnan())
-            if not bool(same.all()):
+            apart = bitwise_spread(first, other)
+            if apart is not None:
                 differs.append(f"{name} of runs 1 and {n + 2}")
-                spread = max(spread, float((first - other).abs().nan_to_num(float("inf")).max()))
+                spread = max(spread, apart)
     declared = target.conventions.get("backward_determinism")
     if not differs:
         if declared == "nondeterministic" or any("nondeterministic" in lb for lb in target.outcome.labels):
@@ -286,12 +286,7 @@ def check_fully_masked_rows(target, cfg):
     constant, the rows attend to every key with equal weight: dv gets dO / S from each, and dq, dk follow
     the constant either through the scores (an additive finfo.min) or in their place (masked_fill); "nan"
     rows make no claim (NaN spreads into dk and dv), reported unsupported."""
-    g = cfg.generator(salt=6)
-    mask, _, _ = random_mask(cfg, g, target.device)
-    dead = torch.rand(cfg.L, generator=g) < 0.4
-    dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
-    mask = mask.clone()
-    mask[..., dead.to(mask.device), :] = False
+    mask, dead = masked_rows(cfg, target.device)
     q, k, v, up = qkv_and_upstream(target, cfg)
     kw = {"attn_mask": mask, "enable_gqa": q.shape[-3] != k.shape[-3]}
     require_features(target, *features_of(q, k, kw))

@@ -160,6 +160,19 @@ def check_mask_shapes(target, cfg):
                     f"{show_mask(seen[tuple(bh)])}\n  expected:{show_mask(expected[tuple(bh)])}")
 
 
+def masked_rows(cfg, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(a random boolean mask, bool (L,) on ``device``): about 40 % of the rows, one at least, fully
+    masked (every key False), the others each with a visible key (``random_mask``)."""
+    g = cfg.generator(salt=6)
+    mask, _, _ = random_mask(cfg, g, device)
+    dead = torch.rand(cfg.L, generator=g) < 0.4
+    dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
+    dead = dead.to(device)
+    mask = mask.clone()
+    mask[..., dead, :] = False
+    return mask, dead
+
+
 def masked_rows_convention(out, v, dead, group: int, tol: float) -> str | None:
     """What an output's fully masked rows ``dead`` (bool (L,)) hold, as ``fully_masked_rows`` names it:
     "nan", "zeros", "uniform" (the mean of all values, what softmax over equal finite scores gives,
@@ -178,13 +191,7 @@ def masked_rows_convention(out, v, dead, group: int, tol: float) -> str | None:
 def check_fully_masked_rows(target, cfg):
     """Rows whose mask is all False: the behaviour (zeros, NaN, uniform) is detected and named;
     every other row is unaffected. Any of the three passes unless another one is declared."""
-    g = cfg.generator(salt=6)
-    mask, _, _ = random_mask(cfg, g, target.device)
-    dead = torch.rand(cfg.L, generator=g) < 0.4
-    dead[int(torch.randint(0, cfg.L, (1,), generator=g))] = True
-    dead = dead.to(target.device)
-    mask = mask.clone()
-    mask[..., dead, :] = False
+    mask, dead = masked_rows(cfg, target.device)
     q, k, v = cfg.qkv(target.device)
     out = call_sdpa(target, cfg, q, k, v, attn_mask=mask)
     rows = out[..., dead, :].double().cpu()
